@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Compile-only check of the gemmscope SGEMM kernels (no GPU needed).
+
+For every (file, config) it writes a temporary .cu that #includes the kernel
+file and adds one explicit instantiation, compiles it with
+
+    nvcc -cubin -arch=sm_XX -std=c++17 --resource-usage
+
+and prints registers, stack frame, spill stores / loads, static shared memory
+and the dynamic shared memory the launcher must pass (from the contract).
+
+Optionally (--nvrtc LIB) it also compiles each file the way CuPy will on the
+device, through NVRTC with options ("-std=c++17",) and the name expressions,
+which catches anything NVRTC rejects (host headers, missing builtins).
+
+Usage:
+    python3 gpu/kernels/check_compile.py [--arch sm_90 --arch sm_89]
+                                         [--nvrtc /path/libnvrtc.so.13] [-j 2]
+Exit status 1 if any compilation fails.
+"""
+import argparse
+import concurrent.futures as cf
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# rung -> (file, kernel name, signature-less configs)
+R456 = [
+    (128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 64, 8, 4, 4), (64, 64, 8, 8, 4),
+    (128, 64, 8, 8, 8), (256, 128, 8, 8, 8), (32, 32, 8, 4, 4), (256, 256, 32, 16, 8),
+    (128, 128, 32, 8, 8), (64, 64, 16, 4, 4),
+]
+RUNGS = [
+    ("01_naive.cu", "sgemm_01_naive",
+     [(32, 32, 1), (32, 32, 0), (16, 16, 1), (8, 8, 1), (32, 8, 1)]),
+    ("02_smem_tiling.cu", "sgemm_02_smem",
+     [(8, 8, 8), (16, 16, 16), (32, 32, 32), (16, 32, 16), (32, 16, 32), (8, 32, 32)]),
+    # (128,128,8,8) would need 2048 threads per block: not a valid launch, skipped.
+    ("03_reg1d.cu", "sgemm_03_reg1d", [(64, 64, 8, 8), (64, 64, 16, 4)]),
+    ("04_reg2d.cu", "sgemm_04_reg2d", R456 + [(64, 64, 8, 2, 2)]),
+    ("05_float4.cu", "sgemm_05_float4", R456),
+    ("06_double_buffer.cu", "sgemm_06_dbuf", R456),
+]
+SIG = "(const float*, const float*, float*, int, int, int)"
+
+
+def threads(kernel, cfg):
+    if kernel.startswith("sgemm_01"):
+        return cfg[0] * cfg[1]
+    if kernel.startswith("sgemm_02"):
+        return cfg[0] * cfg[1]
+    if kernel.startswith("sgemm_03"):
+        return cfg[0] * cfg[1] // cfg[3]
+    return (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
+
+
+def dyn_smem(kernel, cfg):
+    if kernel.startswith(("sgemm_01", "sgemm_02")):
+        return 0
+    bm, bn, bk = cfg[:3]
+    per = (bm * bk + bk * bn) * 4
+    return 2 * per if kernel.startswith("sgemm_06") else per
+
+
+def name_expr(kernel, cfg):
+    return "%s<%s>" % (kernel, ",".join(str(c) for c in cfg))
+
+
+def compile_one(fname, kernel, cfg, arch):
+    src = '#include "%s"\ntemplate __global__ void %s%s;\n' % (
+        os.path.join(HERE, fname), name_expr(kernel, cfg), SIG)
+    with tempfile.TemporaryDirectory() as td:
+        cu = os.path.join(td, "inst.cu")
+        with open(cu, "w") as f:
+            f.write(src)
+        cmd = ["nvcc", "-cubin", "-arch=" + arch, "-std=c++17", "--resource-usage",
+               "-o", os.path.join(td, "x.cubin"), cu]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    res = {"ok": p.returncode == 0, "log": out}
+    m = re.search(r"Used (\d+) registers", out)
+    res["regs"] = int(m.group(1)) if m else None
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", out)
+    res["stack"], res["spill_st"], res["spill_ld"] = (tuple(int(x) for x in m.groups()) if m
+                                                      else (None, None, None))
+    m = re.search(r"(\d+) bytes smem", out)
+    res["smem"] = int(m.group(1)) if m else 0
+    return res
+
+
+def nvrtc_check(lib_path, arch):
+    lib = ctypes.CDLL(lib_path)
+    lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+    failures = 0
+    for fname, kernel, cfgs in RUNGS:
+        with open(os.path.join(HERE, fname)) as f:
+            src = f.read().encode()
+        prog = ctypes.c_void_p()
+        rc = lib.nvrtcCreateProgram(ctypes.byref(prog), src, fname.encode(), 0, None, None)
+        assert rc == 0, rc
+        exprs = [name_expr(kernel, c) for c in cfgs]
+        for e in exprs:
+            assert lib.nvrtcAddNameExpression(prog, e.encode()) == 0
+        opts = [b"-std=c++17", ("--gpu-architecture=" + arch).encode()]
+        arr = (ctypes.c_char_p * len(opts))(*opts)
+        rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace").strip()
+        if rc != 0:
+            failures += 1
+            print("NVRTC %-22s %s FAILED: %s\n%s" % (fname, arch,
+                  lib.nvrtcGetErrorString(rc).decode(), log))
+        else:
+            missing = []
+            for e in exprs:
+                low = ctypes.c_char_p()
+                if lib.nvrtcGetLoweredName(prog, e.encode(), ctypes.byref(low)) != 0:
+                    missing.append(e)
+            status = "ok" if not missing else "MISSING " + ", ".join(missing)
+            failures += bool(missing)
+            print("NVRTC %-22s %s %s (%d name expressions)%s" % (
+                fname, arch, status, len(exprs), ("\n  log: " + log) if log else ""))
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    return failures
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", action="append", help="default: sm_90 and sm_89")
+    ap.add_argument("--nvrtc", help="path to libnvrtc.so to also check the NVRTC path")
+    ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
+    args = ap.parse_args()
+    archs = args.arch or ["sm_90", "sm_89"]
+
+    jobs = [(f, k, c, a) for a in archs for f, k, cs in RUNGS for c in cs]
+    failures = 0
+    with cf.ThreadPoolExecutor(args.j) as ex:
+        results = list(ex.map(lambda j: compile_one(*j), jobs))
+    cur_arch = None
+    for (f, k, c, a), r in zip(jobs, results):
+        if a != cur_arch:
+            cur_arch = a
+            print("\n== %s ==" % a)
+            print("%-34s %5s %5s %6s %6s %6s %7s %8s" % (
+                "kernel<config>", "NT", "regs", "stack", "spillS", "spillL", "smem", "dynsmem"))
+        if not r["ok"]:
+            failures += 1
+            print("%-34s COMPILE FAILED\n%s" % (name_expr(k, c), r["log"]))
+            continue
+        flag = "  <-- SPILLS" if (r["spill_st"] or r["spill_ld"]) else ""
+        print("%-34s %5d %5s %6s %6s %6s %7d %8d%s" % (
+            name_expr(k, c), threads(k, c), r["regs"], r["stack"], r["spill_st"],
+            r["spill_ld"], r["smem"], dyn_smem(k, c), flag))
+    if args.nvrtc:
+        print()
+        for a in archs:
+            failures += nvrtc_check(args.nvrtc, a)
+    print("\n%d failure(s)" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,403 @@
+"""The one registry of the tiling ladder.
+
+Every rung has a stable number and name shared by its ``gpu/kernels/NN_*.cu`` file, the launcher,
+the model, the sweeps and the plot labels. Its parameters, validity rules and launch geometry are
+written here once; nothing else re-derives them.
+
+Matrices are row-major FP32: A is M x K, B is K x N, C = A B is M x N.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping
+
+from .errors import ConfigError
+
+WARP_SIZE = 32
+BYTES_PER_ELEMENT = 4  # FP32
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One rung of the ladder.
+
+    ``params`` are the kernel's template parameters in template order; ``classic`` are the configs a
+    user meets first (the seed's), used by default tables and the ladder sweep.
+    """
+
+    number: int
+    slug: str
+    title: str
+    params: tuple[str, ...]
+    classic: tuple[Mapping[str, int], ...]
+    color: str
+    description: str
+
+    @property
+    def file(self) -> str | None:
+        """Kernel source file name under ``gpu/kernels`` (None for the cuBLAS reference)."""
+        return None if self.number == 0 else f"{self.number:02d}_{self.slug}.cu"
+
+    @property
+    def kernel(self) -> str | None:
+        """Name of the templated ``__global__`` function in :attr:`file`."""
+        return None if self.number == 0 else f"sgemm_{self.number:02d}_{KERNEL_SUFFIX[self.number]}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.number:02d} {self.title}"
+
+
+KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf"}
+
+_REG = ("BM", "BN", "BK", "TM", "TN")
+
+RUNGS: dict[int, Rung] = {
+    r.number: r
+    for r in (
+        Rung(0, "cublas", "cuBLAS", (), ({},), "#000000",
+             "cuBLAS SGEMM through cupy.matmul on float32 (TF32 off): the reference."),
+        Rung(1, "naive", "naive", ("BX", "BY", "COALESCED"),
+             ({"BX": 32, "BY": 32, "COALESCED": 1}, {"BX": 16, "BY": 16, "COALESCED": 1},
+              {"BX": 32, "BY": 32, "COALESCED": 0}),
+             "#d62728",
+             "One thread per C element, a plain loop over k. COALESCED=1 maps threadIdx.x to the "
+             "column (a warp reads one row of B contiguously); COALESCED=0 maps it to the row."),
+        Rung(2, "smem_tiling", "shared-memory tiling", ("BM", "BN", "BK"),
+             ({"BM": 32, "BN": 32, "BK": 32}, {"BM": 16, "BN": 16, "BK": 16}, {"BM": 8, "BN": 8, "BK": 8}),
+             "#ff7f0e",
+             "BM x BN output tile per block, one output per thread; A and B tiles staged in shared "
+             "memory, stepping BK along K."),
+        Rung(3, "reg1d", "1D register tiling", ("BM", "BN", "BK", "TM"),
+             ({"BM": 64, "BN": 64, "BK": 8, "TM": 8},),
+             "#bcbd22",
+             "Each thread computes TM outputs of one column, reusing one B value TM times."),
+        Rung(4, "reg2d", "2D register tiling", _REG,
+             ({"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},),
+             "#2ca02c",
+             "Each thread computes a TM x TN micro-tile as outer products (the seed's kernel, fixed)."),
+        Rung(5, "float4", "float4 vectorised", _REG,
+             ({"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},),
+             "#1f77b4",
+             "Rung 04 with 128-bit global loads, A transposed in shared memory and 128-bit shared loads."),
+        Rung(6, "double_buffer", "double buffering", _REG,
+             ({"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8},),
+             "#9467bd",
+             "Rung 05 with two shared-memory stages: the next tile is loaded through registers while "
+             "the current one is computed."),
+    )
+}
+
+
+def rung(number_or_name: int | str) -> Rung:
+    """Look a rung up by number (``4``, ``"04"``) or name (``"reg2d"``, ``"04_reg2d"``)."""
+    if isinstance(number_or_name, int):
+        if number_or_name in RUNGS:
+            return RUNGS[number_or_name]
+    else:
+        s = number_or_name.strip().lower()
+        for r in RUNGS.values():
+            names = {r.slug, f"{r.number:02d}", str(r.number), f"{r.number:02d}_{r.slug}",
+                     KERNEL_SUFFIX.get(r.number, r.slug), f"{r.number:02d}_{KERNEL_SUFFIX.get(r.number, r.slug)}"}
+            if s in names:
+                return r
+    known = ", ".join(f"{r.number:02d}_{r.slug}" for r in RUNGS.values())
+    raise ConfigError(f"unknown rung {number_or_name!r}; known rungs: {known}", limit="rung")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """A rung with values for all of its template parameters (validated on construction)."""
+
+    rung: int
+    params: tuple[tuple[str, int], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        r = rung(self.rung)
+        names = tuple(n for n, _ in self.params)
+        if names != r.params:
+            missing = [p for p in r.params if p not in names]
+            extra = [p for p in names if p not in r.params]
+            raise ConfigError(
+                f"rung {r.label} takes parameters {', '.join(r.params) or '(none)'}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else ""),
+                limit="parameters")
+        for n, v in self.params:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ConfigError(f"{r.label}: parameter {n} must be an integer, got {v!r}", limit="parameters")
+
+    @classmethod
+    def make(cls, rung_id: int | str, **params: int) -> "KernelConfig":
+        r = rung(rung_id)
+        missing = [p for p in r.params if p not in params]
+        extra = [p for p in params if p not in r.params]
+        if missing or extra:
+            raise ConfigError(
+                f"rung {r.label} takes parameters {', '.join(r.params) or '(none)'}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else ""),
+                limit="parameters")
+        return cls(r.number, tuple((p, int(params[p])) for p in r.params))
+
+    @classmethod
+    def parse(cls, text: str) -> "KernelConfig":
+        """Parse ``NAME[:KEY=VAL,...]``, e.g. ``reg2d:BM=128,BN=128,BK=8,TM=8,TN=8``.
+
+        Missing parameters take the rung's first classic config's values.
+        """
+        name, _, rest = text.partition(":")
+        r = rung(name)
+        values = dict(r.classic[0])
+        for item in filter(None, (s.strip() for s in rest.split(","))):
+            key, eq, val = item.partition("=")
+            key = key.strip().upper()
+            if not eq:
+                raise ConfigError(f"config {text!r}: expected KEY=VALUE, got {item!r}", limit="parameters")
+            try:
+                values[key] = int(val)
+            except ValueError:
+                raise ConfigError(f"config {text!r}: {key} must be an integer, got {val!r}",
+                                  limit="parameters") from None
+        return cls.make(r.number, **values)
+
+    @property
+    def p(self) -> dict[str, int]:
+        return dict(self.params)
+
+    @property
+    def info(self) -> Rung:
+        return RUNGS[self.rung]
+
+    @property
+    def label(self) -> str:
+        """Short human label, e.g. ``04 reg2d 128x128x8 8x8``."""
+        g = geometry(self)
+        r = self.info
+        if r.number == 0:
+            return "00 cuBLAS"
+        if r.number == 1:
+            return f"01 naive {g.block[0]}x{g.block[1]}" + ("" if self.p["COALESCED"] else " uncoalesced")
+        if r.number == 2:
+            return f"02 smem {g.BM}x{g.BN}x{g.BK}"
+        if r.number == 3:
+            return f"03 reg1d {g.BM}x{g.BN}x{g.BK} TM={g.TM}"
+        return f"{r.number:02d} {KERNEL_SUFFIX[r.number]} {g.BM}x{g.BN}x{g.BK} {g.TM}x{g.TN}"
+
+    @property
+    def key(self) -> str:
+        """Stable text key, e.g. ``04:BM=128,BN=128,BK=8,TM=8,TN=8`` (used to join data and model)."""
+        return f"{self.rung:02d}:" + ",".join(f"{n}={v}" for n, v in self.params)
+
+    @property
+    def name_expression(self) -> str | None:
+        """The C++ template instantiation CuPy's ``name_expressions`` needs."""
+        k = self.info.kernel
+        return None if k is None else f"{k}<{','.join(str(v) for _, v in self.params)}>"
+
+    def to_json(self) -> dict:
+        return {"rung": self.rung, "name": self.info.slug, "params": self.p}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "KernelConfig":
+        return cls.make(int(d["rung"]), **{k: int(v) for k, v in d.get("params", {}).items()})
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Everything that follows from a config alone: tile sizes, threads, shared memory.
+
+    For the naive rung the 'tile' is the block's output tile with no reuse (BK = 1, one output per
+    thread); for rung 02 TM = TN = 1; for rung 03 TN = 1.
+    """
+
+    BM: int
+    BN: int
+    BK: int
+    TM: int
+    TN: int
+    threads: int
+    block: tuple[int, int, int]
+    static_smem_bytes: int
+    dynamic_smem_bytes: int
+    stages: int
+    uses_shared: bool
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.static_smem_bytes + self.dynamic_smem_bytes
+
+    @property
+    def outputs_per_thread(self) -> int:
+        return self.TM * self.TN
+
+
+def geometry(cfg: KernelConfig) -> Geometry:
+    """Tile sizes, block shape and shared memory of ``cfg`` (no validity check)."""
+    p = cfg.p
+    r = cfg.rung
+    if r == 0:
+        return Geometry(1, 1, 1, 1, 1, 0, (0, 0, 0), 0, 0, 0, False)
+    if r == 1:
+        bx, by = p["BX"], p["BY"]
+        bm, bn = (by, bx) if p["COALESCED"] else (bx, by)
+        return Geometry(bm, bn, 1, 1, 1, bx * by, (bx, by, 1), 0, 0, 0, False)
+    if r == 2:
+        bm, bn, bk = p["BM"], p["BN"], p["BK"]
+        return Geometry(bm, bn, bk, 1, 1, bm * bn, (bn, bm, 1),
+                        (bm * bk + bk * bn) * BYTES_PER_ELEMENT, 0, 1, True)
+    bm, bn, bk, tm = p["BM"], p["BN"], p["BK"], p["TM"]
+    tn = p.get("TN", 1)
+    stages = 2 if r == 6 else 1
+    threads = (bm * bn) // (tm * tn) if tm * tn else 0
+    return Geometry(bm, bn, bk, tm, tn, threads, (threads, 1, 1), 0,
+                    stages * (bm * bk + bk * bn) * BYTES_PER_ELEMENT, stages, True)
+
+
+def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
+    """Grid dimensions of ``cfg`` for an M x N output (the one place launch geometry is derived)."""
+    g = geometry(cfg)
+    if cfg.rung == 0:
+        return (0, 0, 0)
+    if cfg.rung == 1 and not cfg.p["COALESCED"]:
+        return (math.ceil(M / g.block[0]), math.ceil(N / g.block[1]), 1)
+    return (math.ceil(N / g.BN), math.ceil(M / g.BM), 1)
+
+
+def n_blocks(cfg: KernelConfig, M: int, N: int) -> int:
+    gx, gy, gz = grid(cfg, M, N)
+    return gx * gy * gz
+
+
+# --------------------------------------------------------------------------------------------------
+# Validity rules, written once as data. Each rule is an expression over the config's parameters
+# (BM, BN, BK, TM, TN, BX, BY, COALESCED), the derived quantities (threads, smem_bytes,
+# static_smem_bytes, dynamic_smem_bytes, min_regs) and, where a GPU spec is given, its limits. The
+# expression text is the rule's documentation and the error message.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    limit: str          # name of the limit, reported in ConfigError.limit
+    expr: str           # Python expression that must hold
+    why: str            # one line: what breaks otherwise
+    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    needs_gpu: bool = False
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("positive", "min_param >= 1", "tile sizes and block dimensions must be positive"),
+    Rule("coalesced_flag", "COALESCED in (0, 1)", "COALESCED is a 0/1 flag", rungs=(1,)),
+    Rule("BM % TM == 0", "BM % TM == 0", "each thread's TM rows must tile the block's BM rows", rungs=(3, 4, 5, 6)),
+    Rule("BN % TN == 0", "BN % TN == 0", "each thread's TN columns must tile the block's BN columns",
+         rungs=(4, 5, 6)),
+    Rule("float4_alignment", "BK % 4 == 0 and BN % 4 == 0 and TM % 4 == 0 and TN % 4 == 0",
+         "128-bit loads and stores need BK, BN, TM and TN to be multiples of 4", rungs=(5, 6)),
+    Rule("threads_per_block", "threads <= 1024", "CUDA allows at most 1024 threads per block"),
+    Rule("warp_multiple", "threads % 32 == 0",
+         "the register-tiled kernels need whole warps (threads = BM*BN/(TM*TN) a multiple of 32)",
+         rungs=(3, 4, 5, 6)),
+    Rule("registers_per_thread", "min_regs <= 255",
+         "the TM*TN accumulators plus TM+TN operands must fit in 255 registers per thread, or they spill"),
+    Rule("registers_per_block", "min_regs * threads <= 65536",
+         "a block needs at least min_regs registers per thread x threads, at most 65536 per block"),
+    Rule("static_shared_memory_per_block", "static_smem_bytes <= 49152",
+         "static __shared__ arrays are limited to 48 KiB per block", rungs=(2,)),
+    Rule("shared_memory_per_block", "smem_bytes <= gpu.shared_bytes_per_block_optin",
+         "the block's shared memory must fit the GPU's per-block opt-in limit", needs_gpu=True),
+    Rule("threads_per_sm", "threads <= gpu.max_threads_per_sm",
+         "a block must fit on one SM", needs_gpu=True),
+)
+
+
+def min_registers(g: Geometry) -> int:
+    """A floor on registers per thread: the TM*TN accumulators, TM + TN operands, 8 for indices."""
+    return g.TM * g.TN + g.TM + g.TN + 8
+
+
+def _namespace(cfg: KernelConfig, gpu) -> dict:
+    g = geometry(cfg)
+    ns: dict = {"BM": g.BM, "BN": g.BN, "BK": g.BK, "TM": g.TM, "TN": g.TN,
+                "threads": g.threads, "smem_bytes": g.smem_bytes,
+                "static_smem_bytes": g.static_smem_bytes, "dynamic_smem_bytes": g.dynamic_smem_bytes,
+                "min_regs": min_registers(g),
+                "min_param": min([v for _, v in cfg.params if _ != "COALESCED"] or [1]), "gpu": gpu}
+    ns.update(cfg.p)
+    return ns
+
+
+def violations(cfg: KernelConfig, gpu=None) -> list[tuple[Rule, str]]:
+    """All rules ``cfg`` breaks (with a message each); rules needing a GPU are checked when one is given."""
+    if cfg.rung == 0:
+        return []
+    ns = _namespace(cfg, gpu)
+    out = []
+    for rule in RULES:
+        if cfg.rung not in rule.rungs or (rule.needs_gpu and gpu is None):
+            continue
+        # Evaluate with no builtins: the expressions are ours, the names are the config's.
+        ok = eval(rule.expr, {"__builtins__": {}}, ns)  # noqa: S307 - fixed, trusted rule text
+        if not ok:
+            shown = {k: ns[k] for k in ("BM", "BN", "BK", "TM", "TN", "threads", "smem_bytes", "min_regs")
+                     if k in rule.expr or k in ("threads",)}
+            if "gpu." in rule.expr:
+                attr = rule.expr.split("gpu.")[1].split()[0]
+                shown[f"{getattr(gpu, 'key', 'gpu')}.{attr}"] = getattr(gpu, attr)
+            out.append((rule, f"{cfg.label}: violates {rule.limit} ({rule.expr}; "
+                              + ", ".join(f"{k}={v}" for k, v in shown.items()) + f"): {rule.why}"))
+    return out
+
+
+def validate(cfg: KernelConfig, gpu=None) -> KernelConfig:
+    """Raise :class:`ConfigError` naming the first violated limit; return ``cfg`` when it is valid."""
+    bad = violations(cfg, gpu)
+    if bad:
+        rule, msg = bad[0]
+        raise ConfigError(msg, limit=rule.limit)
+    return cfg
+
+
+def is_valid(cfg: KernelConfig, gpu=None) -> bool:
+    return not violations(cfg, gpu)
+
+
+def validate_size(M: int, N: int, K: int) -> tuple[int, int, int]:
+    """Problem sizes must be integers >= 1."""
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        if isinstance(v, bool) or not isinstance(v, (int,)) and not (hasattr(v, "__index__")):
+            raise ConfigError(f"problem size {name} must be an integer, got {v!r}", limit="size")
+        if int(v) < 1:
+            raise ConfigError(f"problem size {name} must be >= 1, got {v}", limit="size")
+    return int(M), int(N), int(K)
+
+
+# --------------------------------------------------------------------------------------------------
+# Config families
+# --------------------------------------------------------------------------------------------------
+
+
+def classic_configs(rungs: Iterable[int] | None = None) -> list[KernelConfig]:
+    """The classic configs of each rung, in ladder order."""
+    out = []
+    for r in RUNGS.values():
+        if rungs is not None and r.number not in rungs:
+            continue
+        out.extend(KernelConfig.make(r.number, **c) for c in r.classic)
+    return out
+
+
+def grid_configs(rung_id: int, gpu=None, **choices: Iterable[int]) -> Iterator[KernelConfig]:
+    """Every valid combination of the given parameter choices, e.g.
+    ``grid_configs(4, BM=[64,128], BN=[64,128], BK=[8], TM=[4,8], TN=[4,8])``."""
+    r = rung(rung_id)
+    names = r.params
+    missing = [n for n in names if n not in choices]
+    if missing:
+        raise ConfigError(f"grid for {r.label} needs choices for {', '.join(missing)}", limit="parameters")
+    for values in itertools.product(*(list(choices[n]) for n in names)):
+        cfg = KernelConfig(r.number, tuple(zip(names, (int(v) for v in values))))
+        if is_valid(cfg, gpu):
+            yield cfg

@@ -1,0 +1,315 @@
+"""Tests for model/spec.py and the shipped gpus/*.toml files (no GPU needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from model.spec import GPU_DIR, GPUSpec, SpecError, list_gpus, load_gpu, match_device, parse_gpu
+
+SHIPPED = ["a100", "h100", "h200", "rtx3090", "rtx4060", "rtx4090", "rtxa6000"]
+KiB = 1024
+
+
+def rel(actual: float, expected: float) -> float:
+    return abs(actual - expected) / expected
+
+
+# --------------------------------------------------------------------------------------------------
+# Shipped files
+# --------------------------------------------------------------------------------------------------
+
+
+def test_list_gpus_finds_every_shipped_file() -> None:
+    assert list_gpus() == SHIPPED
+
+
+@pytest.mark.parametrize("key", SHIPPED)
+def test_every_shipped_file_loads(key: str) -> None:
+    spec = load_gpu(key)
+    assert spec.key == key
+    assert Path(spec.path) == (GPU_DIR / f"{key}.toml").resolve()
+    assert spec.arch == f"sm_{spec.cc_major}{spec.cc_minor}"
+    assert spec.device_names and all(spec.device_names)
+    # every number in [chip] and [sm] has a non-empty source
+    with (GPU_DIR / f"{key}.toml").open("rb") as fh:
+        raw = tomllib.load(fh)
+    for section in ("chip", "sm", "measured"):
+        for field in raw.get(section, {}):
+            assert spec.sources[f"{section}.{field}"].strip()
+    # per-CC invariants shared by all seven boards (reference §A1 "All:" line)
+    assert spec.registers_per_sm == 65536
+    assert spec.max_registers_per_thread == 255
+    assert spec.register_alloc_unit == 256
+    assert spec.shared_alloc_unit == 128
+    assert spec.shared_reserved_per_block == 1024
+    assert spec.shared_bytes_per_block == 48 * KiB == 49152
+    assert spec.sub_partitions == 4
+    # opt-in limit is the max carveout minus the 1 KiB reserved for the system
+    assert spec.shared_bytes_per_block_optin == spec.shared_bytes_per_sm - 1 * KiB
+
+
+def test_rtx4060() -> None:
+    g = load_gpu("rtx4060")
+    assert g.compute_capability == "8.9"
+    assert g.sm_count == 24
+    # 1536 threads/SM = 4 schedulers x 12 warps x 32 threads
+    assert g.max_threads_per_sm == 1536 == g.sub_partitions * g.warps_per_scheduler * g.warp_size
+    assert g.warps_per_scheduler == 12
+    assert g.max_warps_per_sm == 48
+    assert g.max_blocks_per_sm == 24
+    # 100 KiB = 102400 B per SM; 99 KiB = 101376 B per block with opt-in
+    assert g.shared_bytes_per_sm == 102400
+    assert g.shared_bytes_per_block_optin == 101376
+    assert g.shared_carveout_steps_bytes == tuple(k * KiB for k in (0, 8, 16, 32, 64, 100))
+    # peak FP32 = 2 x 24 SMs x 128 lanes x 2.46e9 Hz = 15.114e12 FLOP/s
+    assert rel(g.peak_fp32_flop_per_s, 15.11e12) < 1e-3
+    # the reference argues for 272 GB/s (17 Gbps x 128 bit / 8) and 24 MB L2, not the 4060 Ti's 288 / 32
+    assert g.dram_bandwidth_bytes_per_s == 272e9
+    assert g.l2_bytes == 24 * 2**20 == 25165824
+    assert "4060 Ti" in g.sources["chip.dram_bandwidth_bytes_per_s"]
+    assert "4060 Ti" in g.sources["chip.l2_bytes"]
+    assert g.copy_bandwidth_bytes_per_s is None and not g.cublas_sgemm_flop_per_s
+
+
+def test_h200() -> None:
+    g = load_gpu("h200")
+    assert g.compute_capability == "9.0"
+    assert g.sm_count == 132
+    assert g.max_threads_per_sm == 2048  # 4 schedulers x 16 warps x 32 threads
+    assert g.warps_per_scheduler == 16
+    assert g.max_blocks_per_sm == 32
+    assert g.shared_bytes_per_sm == 233472  # 228 KiB
+    assert g.shared_bytes_per_block_optin == 232448  # 227 KiB
+    assert g.l1_shared_bytes == 256 * KiB
+    assert g.l2_bytes == 62914560  # 60 MiB, device attribute L2CacheSize
+    assert g.dram_bandwidth_bytes_per_s == 4.8e12
+    # peak FP32 = 2 x 132 x 128 x 1.98e9 = 66.908e12 FLOP/s
+    assert rel(g.peak_fp32_flop_per_s, 66.9e12) < 1e-3
+    # measured: copy 4.24 TB/s = 88 % of 4.8 TB/s; cuBLAS 50.8 TFLOP/s at 8192^3 = 76 % of peak
+    assert g.copy_bandwidth_bytes_per_s == 4.24e12
+    assert dict(g.cublas_sgemm_flop_per_s) == {1024: 29.4e12, 2048: 47.7e12, 4096: 50.5e12, 8192: 50.8e12}
+    assert list(g.cublas_sgemm_flop_per_s) == [1024, 2048, 4096, 8192]
+    assert "2026-11" in g.sources["measured.copy_bandwidth_bytes_per_s"]
+    assert g.cublas_sgemm_flop_per_s[8192] < g.peak_fp32_flop_per_s
+    assert g.timing == {}
+
+
+def test_a100() -> None:
+    g = load_gpu("a100")
+    assert g.fp32_lanes_per_sm == 64
+    assert g.sm_count == 108
+    # peak FP32 = 2 x 108 x 64 x 1.41e9 = 19.49e12 FLOP/s (datasheet 19.5)
+    assert rel(g.peak_fp32_flop_per_s, 19.5e12) < 5e-3
+    assert g.shared_bytes_per_sm == 164 * KiB == 167936
+    assert g.max_blocks_per_sm == 32
+
+
+@pytest.mark.parametrize(
+    ("key", "tflops"),
+    [
+        ("rtx4090", 82.6),  # 2 x 128 x 128 x 2.52e9  = 82.58e12
+        ("rtxa6000", 38.71),  # 2 x 84 x 128 x 1.80e9  = 38.71e12
+        ("rtx3090", 35.58),  # 2 x 82 x 128 x 1.695e9 = 35.58e12
+        ("h100", 66.9),  # 2 x 132 x 128 x 1.98e9 = 66.91e12
+    ],
+)
+def test_peak_fp32_matches_quoted(key: str, tflops: float) -> None:
+    assert rel(load_gpu(key).peak_fp32_flop_per_s, tflops * 1e12) < 1e-3
+
+
+def test_blocks_per_sm_by_cc() -> None:
+    # S1 Table 27 / S5: 8.0 -> 32, 8.6 -> 16, 8.9 -> 24, 9.0 -> 32
+    assert {k: load_gpu(k).max_blocks_per_sm for k in SHIPPED} == {
+        "a100": 32, "h100": 32, "h200": 32, "rtx3090": 16, "rtx4060": 24, "rtx4090": 24, "rtxa6000": 16,
+    }
+
+
+def test_spec_is_frozen_and_sources_separate() -> None:
+    g = load_gpu("h200")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        g.sm_count = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        g.sources["chip.sm_count"] = "x"  # type: ignore[index]
+    assert g.source_of("sm_count") == g.sources["chip.sm_count"]
+    assert g.source_of("max_threads_per_sm") == g.sources["sm.max_threads"]
+    assert isinstance(hash(g), int)
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading by key / path
+# --------------------------------------------------------------------------------------------------
+
+
+def test_load_by_key_variants_and_path() -> None:
+    g = load_gpu("h200")
+    assert load_gpu("H200") is g
+    assert load_gpu(GPU_DIR / "h200.toml") is g  # cached on the resolved path
+    assert load_gpu(str(GPU_DIR / "h200.toml")) is g
+    assert load_gpu("RTX-4060").key == "rtx4060"
+    assert load_gpu("RTX A6000").key == "rtxa6000"
+
+
+def test_unknown_key_lists_known_keys() -> None:
+    with pytest.raises(SpecError, match="v100") as exc:
+        load_gpu("v100")
+    for key in SHIPPED:
+        assert key in str(exc.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="nope.toml"):
+        load_gpu(tmp_path / "nope.toml")
+
+
+# --------------------------------------------------------------------------------------------------
+# match_device
+# --------------------------------------------------------------------------------------------------
+
+
+def test_match_device() -> None:
+    assert match_device("NVIDIA H200", 9, 0, 132).key == "h200"  # type: ignore[union-attr]
+    assert match_device("nvidia h200", 9, 0, 132).key == "h200"  # type: ignore[union-attr]
+    assert match_device("NVIDIA H100 80GB HBM3", 9, 0, 132).key == "h100"  # type: ignore[union-attr]
+    assert match_device("NVIDIA GeForce RTX 4060", 8, 9, 24).key == "rtx4060"  # type: ignore[union-attr]
+    # the RTX 4060 Ti (AD106, 34 SMs) contains "RTX 4060" but its SM count differs
+    assert match_device("NVIDIA GeForce RTX 4060 Ti", 8, 9, 34) is None
+    # name matches, compute capability or SM count does not
+    assert match_device("NVIDIA H200", 9, 0, 114) is None
+    assert match_device("NVIDIA H200", 8, 0, 132) is None
+    assert match_device("Tesla V100-SXM2-16GB", 7, 0, 80) is None
+    assert match_device("", 9, 0, 132) is None
+
+
+# --------------------------------------------------------------------------------------------------
+# Malformed files: each SpecError names the file and the field
+# --------------------------------------------------------------------------------------------------
+
+BASE = (GPU_DIR / "rtx4060.toml").read_text(encoding="utf-8")
+
+
+def write_variant(tmp_path: Path, pattern: str, replacement: str, name: str = "bad.toml") -> Path:
+    """Copy rtx4060.toml with one regex substitution (which must apply exactly once)."""
+    text, n = re.subn(pattern, replacement, BASE, count=1, flags=re.MULTILINE)
+    assert n == 1, f"pattern {pattern!r} did not match"
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def expect_error(path: Path, field: str, *fragments: str) -> str:
+    with pytest.raises(SpecError) as exc:
+        load_gpu(path)
+    msg = str(exc.value)
+    assert path.name in msg
+    assert f"'{field}'" in msg, msg
+    for fragment in fragments:
+        assert fragment in msg, msg
+    return msg
+
+
+def test_unmodified_copy_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "copy.toml"
+    path.write_text(BASE, encoding="utf-8")
+    assert load_gpu(path).sm_count == 24
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "field", "fragment"),
+    [
+        # missing field
+        (r"^max_threads = .*\n", "", "sm.max_threads", "missing"),
+        (r"^l2_bytes = .*\n", "", "chip.l2_bytes", "missing"),
+        # negative / zero / wrong type
+        (r"^max_threads = \{ value = 1536", "max_threads = { value = -3", "sm.max_threads",
+         "must be a positive integer, got -3"),
+        (r"^sm_count = \{ value = 24", "sm_count = { value = 0", "chip.sm_count", "positive integer"),
+        (r"^sm_count = \{ value = 24", "sm_count = { value = 24.0", "chip.sm_count", "positive integer"),
+        (r"^sm_count = \{ value = 24", "sm_count = { value = true", "chip.sm_count", "positive integer"),
+        (r"^boost_clock_hz = \{ value = 2.46e9", "boost_clock_hz = { value = -2.46e9", "chip.boost_clock_hz",
+         "positive"),
+        (r"^boost_clock_hz = \{ value = 2.46e9", "boost_clock_hz = { value = nan", "chip.boost_clock_hz",
+         "positive finite"),
+        (r"^shared_carveout_steps_bytes = \{ value = \[[^]]*\]", "shared_carveout_steps_bytes = { value = []",
+         "sm.shared_carveout_steps_bytes", "non-empty"),
+        # missing / empty source, bare number
+        (r"^(sm_count = \{ value = 24), source = \"[^\"]*\"", r"\1", "chip.sm_count", "has no source"),
+        (r"^(sm_count = \{ value = 24), source = \"[^\"]*\"", r'\1, source = " "', "chip.sm_count",
+         "has no source"),
+        (r"^max_blocks = .*$", "max_blocks = 24", "sm.max_blocks", "has no source"),
+        (r"^(max_blocks = \{ value = 24), ", r'\1, sorce = "typo", ', "sm.max_blocks", "unknown key"),
+        # schema version
+        (r"^schema_version = 1$", "schema_version = 2", "schema_version", "must be 1, got 2"),
+        (r"^schema_version = 1\n", "", "schema_version", "missing"),
+        # unknown fields (typos)
+        (r"^\[sm\].*$", '[sm]\nmax_thread = { value = 1536, source = "typo" }', "sm.max_thread", "unknown"),
+        (r"^\[chip\]$", '[chip]\nsm_cont = { value = 24, source = "typo" }', "chip.sm_cont", "unknown"),
+        (r"^arch = ", 'archh = "sm_89"\narch = ', "archh", "unknown"),
+        # inconsistent values
+        (r"^max_warps = \{ value = 48", "max_warps = { value = 40", "sm.max_warps",
+         "40) x chip.warp_size (32) != sm.max_threads (1536)"),
+        (r"^sub_partitions = \{ value = 4", "sub_partitions = { value = 5", "sm.sub_partitions", "divide"),
+        (r"^shared_bytes_per_block_optin = \{ value = 101376", "shared_bytes_per_block_optin = { value = 233472",
+         "sm.shared_bytes_per_block_optin", "> sm.shared_bytes (102400)"),
+        (r"65536, 102400\]", "65536, 98304]", "sm.shared_carveout_steps_bytes", "largest step 98304"),
+        (r"\[0, 8192, 16384", "[0, 16384, 8192", "sm.shared_carveout_steps_bytes", "ascending"),
+        (r'^arch = "sm_89"', 'arch = "sm_86"', "arch", "sm_89"),
+    ],
+)
+def test_malformed_file(
+    tmp_path: Path, pattern: str, replacement: str, field: str, fragment: str
+) -> None:
+    path = write_variant(tmp_path, pattern, replacement)
+    expect_error(path, field, fragment)
+
+
+def test_bad_measured_entry(tmp_path: Path) -> None:
+    path = write_variant(
+        tmp_path,
+        r"\Z",
+        '\n[measured]\ncublas_sgemm_flop_per_s = { value = { "big" = 1e12 }, source = "x" }\n',
+    )
+    expect_error(path, "measured.cublas_sgemm_flop_per_s", "positive integer sizes")
+
+
+def test_invalid_toml_names_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.toml"
+    path.write_text("schema_version = = 1\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="broken.toml: invalid TOML"):
+        load_gpu(path)
+
+
+def test_key_format() -> None:
+    # keys are file stems: lowercase letters, digits and '_' only
+    data = tomllib.loads(BASE)
+    data["key"] = "RTX 4060"
+    with pytest.raises(SpecError, match=r"x\.toml: field 'key'"):
+        parse_gpu(data, "x.toml")
+
+
+# --------------------------------------------------------------------------------------------------
+# parse_gpu on dicts
+# --------------------------------------------------------------------------------------------------
+
+
+def test_parse_gpu_dict_with_timing_and_no_measured() -> None:
+    data = tomllib.loads(BASE)
+    data["timing"] = {"dram_latency_s": {"value": 5.0e-7, "source": "made up for the test"}}
+    spec = parse_gpu(data, "mem.toml")
+    assert isinstance(spec, GPUSpec)
+    assert spec.path == "mem.toml"
+    assert spec.timing == {"dram_latency_s": 5.0e-7}
+    assert spec.sources["timing.dram_latency_s"] == "made up for the test"
+    assert spec.copy_bandwidth_bytes_per_s is None
+    assert dict(spec.cublas_sgemm_flop_per_s) == {}
+
+
+def test_parse_gpu_missing_section() -> None:
+    data = tomllib.loads(BASE)
+    del data["sm"]
+    with pytest.raises(SpecError, match=r"mem\.toml: field 'sm' missing"):
+        parse_gpu(data, "mem.toml")
