@@ -61,7 +61,7 @@
 // ---------------------------------------------------------------------------
 
 template <int BM, int BN, int BK, int TM, int TN>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), 1)
 sgemm_05_float4(const float* __restrict__ A,
                 const float* __restrict__ B,
                 float* __restrict__ C,

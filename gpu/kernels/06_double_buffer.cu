@@ -143,7 +143,7 @@ __device__ __forceinline__ void sgemm_06_store_tile(const float4 (&ldA)[A_ITERS]
 }
 
 template <int BM, int BN, int BK, int TM, int TN>
-__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+__global__ void __launch_bounds__((BM / TM) * (BN / TN), 1)
 sgemm_06_dbuf(const float* __restrict__ A,
               const float* __restrict__ B,
               float* __restrict__ C,

@@ -94,6 +94,12 @@ def compile_one(fname, kernel, cfg, arch):
 
 
 def nvrtc_check(lib_path, arch):
+    # the builtins library sits next to libnvrtc; load it first so NVRTC finds it
+    d = os.path.dirname(os.path.abspath(lib_path))
+    for n in sorted(os.listdir(d)):
+        if n.startswith("libnvrtc-builtins.so"):
+            ctypes.CDLL(os.path.join(d, n), mode=ctypes.RTLD_GLOBAL)
+            break
     lib = ctypes.CDLL(lib_path)
     lib.nvrtcGetErrorString.restype = ctypes.c_char_p
     failures = 0
