@@ -37,7 +37,7 @@ class Step:
         """LaTeX of the equation, e.g. ``I_{tiled} = \\frac{...}{...}``."""
         name, _, cond = self.lhs.partition("(")
         base, _, sub = name.partition("_")
-        tex = base + (f"_{{\\mathrm{{{sub}}}}}".replace("_", "\\_", 0) if sub else "")
+        tex = base + ("_{\\mathrm{" + sub.replace("_", "\\_") + "}}" if sub else "")
         if cond:
             tex += "\\big|_{" + cond.rstrip(")").replace("->oo", "\\to\\infty").replace("->", "\\to ") + "}"
         return f"{tex} = {sp.latex(self.expr)}"

@@ -63,7 +63,7 @@ class Occupancy:
     @property
     def fraction(self) -> float:
         """Theoretical occupancy: active warps over the SM's maximum warps."""
-        return self.active_threads / self.max_threads_per_sm
+        return self.active_warps / (self.max_threads_per_sm // 32)
 
     def explain(self) -> str:
         lines = [f"{self.gpu}: block of {self.threads_per_block} threads ({self.warps_per_block} warps)"
@@ -129,7 +129,8 @@ def occupancy(gpu, threads: int, registers: int | None = None, smem_bytes: int =
         per_sub = (gpu.registers_per_sm // gpu.sub_partitions) // regs_per_warp
         limits["registers"] = (per_sub * gpu.sub_partitions) // warps
     smem_alloc = carve = None
-    if smem_bytes:
+    if smem_bytes or carveout_preference_bytes is not None:
+        # The 1 KiB per-block reservation counts even for a block with no shared memory of its own.
         smem_alloc = _roundup(smem_bytes + gpu.shared_reserved_per_block, gpu.shared_alloc_unit)
         if smem_alloc > gpu.shared_bytes_per_block_optin + gpu.shared_reserved_per_block:
             raise ConfigError(f"{smem_bytes} B of shared memory per block exceed the opt-in limit of "
@@ -165,7 +166,7 @@ def blocks_per_sm_array(gpu, threads, registers, smem_bytes) -> np.ndarray:
     carve = np.where(idx < len(steps), steps[np.minimum(idx, len(steps) - 1)], gpu.shared_bytes_per_sm)
     smem_lim = np.where(smem_bytes > 0, carve // alloc, np.iinfo(np.int64).max)
     out = np.minimum(np.minimum(lim, reg_lim), smem_lim)
-    bad = (threads < 1) | (threads > gpu.max_threads_per_block) \
+    bad = (threads < 1) | (threads > gpu.max_threads_per_block) | (registers > gpu.max_registers_per_thread) \
         | ((registers > 0) & (rpw * (-(-warps // gpu.warp_alloc_granularity) * gpu.warp_alloc_granularity)
                               > gpu.max_registers_per_block)) \
         | ((smem_bytes > 0) & (alloc > gpu.shared_bytes_per_block_optin + gpu.shared_reserved_per_block))

@@ -140,7 +140,7 @@ class KernelConfig:
                 + (f"; missing {', '.join(missing)}" if missing else "")
                 + (f"; unknown {', '.join(extra)}" if extra else ""),
                 limit="parameters")
-        return cls(r.number, tuple((p, int(params[p])) for p in r.params))
+        return cls(r.number, tuple((p, params[p]) for p in r.params))  # __post_init__ checks the types
 
     @classmethod
     def parse(cls, text: str) -> "KernelConfig":
@@ -202,7 +202,7 @@ class KernelConfig:
 
     @classmethod
     def from_json(cls, d: Mapping) -> "KernelConfig":
-        return cls.make(int(d["rung"]), **{k: int(v) for k, v in d.get("params", {}).items()})
+        return cls.make(int(d["rung"]), **dict(d.get("params", {})))
 
 
 @dataclass(frozen=True)
@@ -340,6 +340,9 @@ def violations(cfg: KernelConfig, gpu=None) -> list[tuple[Rule, str]]:
             continue
         # Evaluate with no builtins: the expressions are ours, the names are the config's.
         ok = eval(rule.expr, {"__builtins__": {}}, ns)  # noqa: S307 - fixed, trusted rule text
+        if not ok and rule.limit == "positive":
+            # Nothing else can be evaluated (divisions by zero): report this rule alone.
+            return [(rule, f"{cfg.info.label} {cfg.key}: violates positive ({rule.expr}): {rule.why}")]
         if not ok:
             shown = {k: ns[k] for k in ("BM", "BN", "BK", "TM", "TN", "threads", "smem_bytes", "min_regs")
                      if k in rule.expr or k in ("threads",)}

@@ -20,7 +20,7 @@ def prediction_text(p: Prediction) -> str:
         lines.append(f"  occupancy: {o.blocks_per_sm} blocks/SM of {o.threads_per_block} threads "
                      f"(limiter: {o.limiter}), {o.active_threads}/{o.max_threads_per_sm} thread slots, "
                      f"{p.blocks} blocks in {p.waves} wave(s)")
-    lines.append("  intensity: " + ", ".join(f"{k} {v:.3g} FLOP/B" for k, v in p.intensity_flop_per_byte.items()))
+    lines.append("  intensity: " + ", ".join(f"{k} {v:.3g} FLOP/B" for k, v in p.intensity_flop_per_byte.items() if v is not None))
     for n in p.notes:
         lines.append(f"  note: {n}")
     return "\n".join(lines)

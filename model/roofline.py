@@ -64,7 +64,7 @@ class Prediction:
     occupancy: Occupancy | None
     blocks: int
     waves: int                      # ceil(blocks / (SMs x blocks per SM))
-    intensity_flop_per_byte: dict = field(hash=False, compare=False)   # per level: dram, shared
+    intensity_flop_per_byte: dict = field(hash=False, compare=False)   # per level: dram, shared (None: no such level)
     notes: tuple[str, ...] = ()
 
     @property
@@ -198,7 +198,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     if cfg.rung == 1:
         notes.append("naive kernel: every element read is counted as DRAM traffic (caches ignored)")
     dram_i = r["flops"] / r["dram_bytes"]
-    smem_i = r["flops"] / r["smem_bytes"] if r["smem_bytes"] else float("inf")
+    smem_i = r["flops"] / r["smem_bytes"] if r["smem_bytes"] else None  # no shared-memory level
     return Prediction(gpu=gpu.name, config=cfg, M=M, N=N, K=K, flops=r["flops"], time_s=r["time_s"],
                       bound=ROOFS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),
                       waves=int(r["waves"]), intensity_flop_per_byte={"dram": dram_i, "shared": smem_i},
