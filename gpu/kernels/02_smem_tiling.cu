@@ -35,7 +35,7 @@
 // ---------------------------------------------------------------------------
 
 template <int BM, int BN, int BK>
-__global__ void __launch_bounds__(BM * BN, 1)
+__global__ void __launch_bounds__(BM * BN)
 sgemm_02_smem(const float* __restrict__ A,
               const float* __restrict__ B,
               float* __restrict__ C,

@@ -38,7 +38,7 @@
 // ---------------------------------------------------------------------------
 
 template <int BM, int BN, int BK, int TM>
-__global__ void __launch_bounds__(BM * BN / TM, 1)
+__global__ void __launch_bounds__(BM * BN / TM)
 sgemm_03_reg1d(const float* __restrict__ A,
                const float* __restrict__ B,
                float* __restrict__ C,

@@ -13,7 +13,13 @@
 //   template<int BM, int BN, int BK, int TM, int TN> sgemm_05_float4
 //   Requires BK%4 == 0, TM%4 == 0, TN%4 == 0, BN%4 == 0, BM%TM == 0,
 //   BN%TN == 0, NT <= 1024 (static_assert).
-//   NT     = BM*BN/(TM*TN) threads, block (NT, 1, 1), __launch_bounds__(NT)
+//   NT     = BM*BN/(TM*TN) threads, block (NT, 1, 1), __launch_bounds__(NT, 1)
+//   __launch_bounds__(NT, 1): the explicit minBlocksPerSM = 1 is deliberate.
+//   With __launch_bounds__(NT) alone, ptxas 13 for sm_90 caps the register
+//   count to chase occupancy and SPILLS the accumulators (e.g. 64 regs and a
+//   spill for <64,64,8,4,4>, 32 regs and 22 KB of spills for
+//   <256,256,32,16,8>); with ", 1" it may use up to 65536/NT registers, as the
+//   register-tiling design intends. It does not change the launch (NT threads).
 //   grid   = (ceil(N/BN), ceil(M/BM), 1)
 //   m0 = blockIdx.y*BM, n0 = blockIdx.x*BN, tid = threadIdx.x
 //   tx = tid % (BN/TN), ty = tid / (BN/TN)

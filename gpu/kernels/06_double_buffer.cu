@@ -12,6 +12,7 @@
 //
 //   template<int BM, int BN, int BK, int TM, int TN> sgemm_06_dbuf
 //   Everything as rung 05 (sgemm_05_float4): same static_asserts, NT, block,
+//   __launch_bounds__(NT, 1) (see rung 05 for why the ", 1"),
 //   grid, thread layout (tx = tid % (BN/TN), ty = tid / (BN/TN)), outputs,
 //   the same aVec/bVec/cVec predicates, the same A/B tile index maps
 //   (A: i -> r = i/(BK/4), c4 = i%(BK/4), transposed scalar stores into AsT;

@@ -9,6 +9,11 @@ file and adds one explicit instantiation, compiles it with
 and prints registers, stack frame, spill stores / loads, static shared memory
 and the dynamic shared memory the launcher must pass (from the contract).
 
+Optionally (--cuobjdump PATH, with nvdisasm beside it or on PATH) it dumps
+the SASS and counts the memory instructions per config (LDG / LDG.128, LDS /
+LDS.128, STS, STG, local LDL/STL, FFMA, BAR) over the whole kernel (static
+counts, not per iteration).
+
 Optionally (--nvrtc LIB) it also compiles each file the way CuPy will on the
 device, through NVRTC with options ("-std=c++17",) and the name expressions,
 which catches anything NVRTC rejects (host headers, missing builtins).
@@ -71,7 +76,27 @@ def name_expr(kernel, cfg):
     return "%s<%s>" % (kernel, ",".join(str(c) for c in cfg))
 
 
-def compile_one(fname, kernel, cfg, arch):
+SASS_CLASSES = ["LDG", "LDG.128", "LDS", "LDS.128", "STS", "STS.128", "STG", "STG.128",
+                "LDL", "STL", "FFMA", "BAR"]
+
+
+def sass_counts(cuobjdump, cubin):
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(os.path.abspath(cuobjdump)) + os.pathsep + env.get("PATH", "")
+    p = subprocess.run([cuobjdump, "--dump-sass", cubin], capture_output=True, text=True, env=env)
+    counts = dict.fromkeys(SASS_CLASSES, 0)
+    for m in re.finditer(r"\b(LDG|LDS|STS|STG|LDL|STL|FFMA|BAR)((?:\.[A-Z0-9_]+)*)", p.stdout):
+        op, mods = m.group(1), m.group(2).split(".")
+        if op in ("FFMA", "BAR", "LDL", "STL"):
+            counts[op] += 1
+        elif "128" in mods:
+            counts[op + ".128"] += 1
+        else:
+            counts[op] += 1
+    return counts
+
+
+def compile_one(fname, kernel, cfg, arch, cuobjdump=None):
     src = '#include "%s"\ntemplate __global__ void %s%s;\n' % (
         os.path.join(HERE, fname), name_expr(kernel, cfg), SIG)
     with tempfile.TemporaryDirectory() as td:
@@ -81,8 +106,10 @@ def compile_one(fname, kernel, cfg, arch):
         cmd = ["nvcc", "-cubin", "-arch=" + arch, "-std=c++17", "--resource-usage",
                "-o", os.path.join(td, "x.cubin"), cu]
         p = subprocess.run(cmd, capture_output=True, text=True)
+        sass = (sass_counts(cuobjdump, os.path.join(td, "x.cubin"))
+                if (cuobjdump and p.returncode == 0) else None)
     out = p.stdout + p.stderr
-    res = {"ok": p.returncode == 0, "log": out}
+    res = {"ok": p.returncode == 0, "log": out, "sass": sass}
     m = re.search(r"Used (\d+) registers", out)
     res["regs"] = int(m.group(1)) if m else None
     m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", out)
@@ -142,6 +169,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", action="append", help="default: sm_90 and sm_89")
     ap.add_argument("--nvrtc", help="path to libnvrtc.so to also check the NVRTC path")
+    ap.add_argument("--cuobjdump", help="path to cuobjdump: adds a SASS instruction mix")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
     archs = args.arch or ["sm_90", "sm_89"]
@@ -149,22 +177,24 @@ def main():
     jobs = [(f, k, c, a) for a in archs for f, k, cs in RUNGS for c in cs]
     failures = 0
     with cf.ThreadPoolExecutor(args.j) as ex:
-        results = list(ex.map(lambda j: compile_one(*j), jobs))
+        results = list(ex.map(lambda j: compile_one(*j, cuobjdump=args.cuobjdump), jobs))
     cur_arch = None
     for (f, k, c, a), r in zip(jobs, results):
         if a != cur_arch:
             cur_arch = a
             print("\n== %s ==" % a)
-            print("%-34s %5s %5s %6s %6s %6s %7s %8s" % (
-                "kernel<config>", "NT", "regs", "stack", "spillS", "spillL", "smem", "dynsmem"))
+            print("%-34s %5s %5s %6s %6s %6s %7s %8s%s" % (
+                "kernel<config>", "NT", "regs", "stack", "spillS", "spillL", "smem", "dynsmem",
+                ("  | " + " ".join("%7s" % c for c in SASS_CLASSES)) if args.cuobjdump else ""))
         if not r["ok"]:
             failures += 1
             print("%-34s COMPILE FAILED\n%s" % (name_expr(k, c), r["log"]))
             continue
         flag = "  <-- SPILLS" if (r["spill_st"] or r["spill_ld"]) else ""
-        print("%-34s %5d %5s %6s %6s %6s %7d %8d%s" % (
+        mix = ("  | " + " ".join("%7d" % r["sass"][c] for c in SASS_CLASSES)) if r["sass"] else ""
+        print("%-34s %5d %5s %6s %6s %6s %7d %8d%s%s" % (
             name_expr(k, c), threads(k, c), r["regs"], r["stack"], r["spill_st"],
-            r["spill_ld"], r["smem"], dyn_smem(k, c), flag))
+            r["spill_ld"], r["smem"], dyn_smem(k, c), mix, flag))
     if args.nvrtc:
         print()
         for a in archs:

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""CPU emulation of the gemmscope SGEMM kernels, under sanitizers (no GPU).
+
+Each kernel file is compiled as host C++ with a tiny CUDA shim:
+  * every CUDA thread of a block is a real pthread, __syncthreads() is a
+    pthread barrier, blocks run one after another;
+  * __shared__ arrays become function statics, the dynamic shared memory is a
+    heap buffer of exactly the bytes the contract says (filled with NaN before
+    every block, so reading a never-written element shows up in C);
+  * float4 is a 16-byte aligned struct, so UBSan's alignment check catches a
+    misaligned 128-bit access (global or shared).
+
+Two builds per kernel file:
+  asan : -fsanitize=address,undefined  (out-of-bounds global / shared accesses,
+         misaligned float4 accesses)
+  tsan : -fsanitize=thread             (shared-memory races: a missing or
+         misplaced __syncthreads, a double-buffer stage overwritten while
+         another thread still reads it, two threads writing one C element)
+
+Inputs are small integers, so every FP32 sum is exact and C is compared for
+exact equality with a double-precision reference; C is poisoned with NaN
+before each launch. Misaligned-pointer variants (A, B, C offset by one float)
+check the uniform vector-path predicates of rungs 05/06.
+
+Usage: python3 gpu/kernels/cpu_emulate.py [--only 05] [--build asan|tsan|both]
+Needs g++ (C++20) with libasan/libubsan/libtsan. Exit status 1 on any failure.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+R456 = [
+    (128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 64, 8, 4, 4), (64, 64, 8, 8, 4),
+    (128, 64, 8, 8, 8), (256, 128, 8, 8, 8), (32, 32, 8, 4, 4), (256, 256, 32, 16, 8),
+    (128, 128, 32, 8, 8), (64, 64, 16, 4, 4),
+]
+RUNGS = {
+    "01": ("01_naive.cu", "sgemm_01_naive",
+           [(32, 32, 1), (32, 32, 0), (16, 16, 1), (8, 8, 1), (32, 8, 1), (8, 32, 0)]),
+    "02": ("02_smem_tiling.cu", "sgemm_02_smem",
+           [(8, 8, 8), (16, 16, 16), (32, 32, 32), (16, 32, 16), (16, 32, 32),
+            (32, 16, 32), (8, 32, 32), (8, 8, 4), (16, 8, 12)]),
+    "03": ("03_reg1d.cu", "sgemm_03_reg1d",
+           [(64, 64, 8, 8), (64, 64, 16, 4), (32, 64, 8, 4), (64, 32, 16, 8)]),
+    "04": ("04_reg2d.cu", "sgemm_04_reg2d", R456 + [(64, 64, 8, 2, 2), (32, 64, 4, 4, 2)]),
+    "05": ("05_float4.cu", "sgemm_05_float4", R456 + [(64, 32, 4, 4, 4)]),
+    "06": ("06_double_buffer.cu", "sgemm_06_dbuf", R456 + [(64, 32, 4, 4, 4)]),
+}
+
+PRELUDE = r"""
+#include <pthread.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+#include <random>
+#include <string>
+struct alignas(16) float4 { float x, y, z, w; };
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+static thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+static pthread_barrier_t g_bar;
+static void* g_dyn_smem = nullptr;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+static inline void __syncthreads() { pthread_barrier_wait(&g_bar); }
+"""
+
+DRIVER = r"""
+typedef void (*kern_t)(const float*, const float*, float*, int, int, int);
+struct Launch { kern_t k; dim3 grid, block; size_t dyn; const float* A; const float* B; float* C;
+                int M, N, K; };
+struct TArg { Launch* L; dim3 tid; };
+// One pthread per CUDA thread of a block, reused for all blocks of the grid
+// (blocks run one after another). Per block: barrier, kernel, barrier; in
+// between, thread 0 re-poisons the dynamic shared memory with NaN.
+static void* thread_main(void* p) {
+    TArg* a = (TArg*)p;
+    Launch* L = a->L;
+    threadIdx = a->tid; blockDim = L->block; gridDim = L->grid;
+    bool t0 = a->tid.x == 0 && a->tid.y == 0 && a->tid.z == 0;
+    for (unsigned by = 0; by < L->grid.y; ++by)
+    for (unsigned bx = 0; bx < L->grid.x; ++bx) {
+        if (t0 && L->dyn) {
+            float* f = (float*)g_dyn_smem;
+            for (size_t i = 0; i < L->dyn / 4; ++i) f[i] = NAN;
+        }
+        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = 0;
+        pthread_barrier_wait(&g_bar);
+        L->k(L->A, L->B, L->C, L->M, L->N, L->K);
+        pthread_barrier_wait(&g_bar);
+    }
+    return nullptr;
+}
+static void launch(Launch& L) {
+    unsigned nt = L.block.x * L.block.y * L.block.z;
+    std::vector<pthread_t> th(nt);
+    std::vector<TArg> args(nt);
+    pthread_attr_t attr; pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    void* dyn = nullptr;
+    if (L.dyn) dyn = aligned_alloc(16, L.dyn);   // exact size (multiple of 16): ASan sees overflow
+    g_dyn_smem = dyn;
+    pthread_barrier_init(&g_bar, nullptr, nt);
+    unsigned t = 0;
+    for (unsigned z = 0; z < L.block.z; ++z)
+    for (unsigned y = 0; y < L.block.y; ++y)
+    for (unsigned x = 0; x < L.block.x; ++x, ++t) {
+        args[t].L = &L; args[t].tid.x = x; args[t].tid.y = y; args[t].tid.z = z;
+        if (pthread_create(&th[t], &attr, thread_main, &args[t])) { perror("pthread_create"); exit(2); }
+    }
+    for (unsigned i = 0; i < nt; ++i) pthread_join(th[i], nullptr);
+    pthread_barrier_destroy(&g_bar);
+    free(dyn);
+    pthread_attr_destroy(&attr);
+}
+static int g_fail = 0, g_pass = 0;
+static float* exact_alloc(size_t n) {       // malloc'ed exactly: ASan guards both ends
+    return (float*)malloc(n * sizeof(float));
+}
+// off = 0: 16B-aligned base pointers; off = 1: A, B, C each one float past an aligned base.
+static void test(const char* name, kern_t k, dim3 grid, dim3 block, size_t dyn,
+                 int M, int N, int K, int off) {
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float* Ab = exact_alloc(na + off); float* Bb = exact_alloc(nb + off); float* Cb = exact_alloc(nc + off);
+    float *A = Ab + off, *B = Bb + off, *C = Cb + off;
+    if (off) { Ab[0] = 12345.f; Bb[0] = 12345.f; Cb[0] = 12345.f; }
+    std::mt19937 rng(M * 7919 + N * 104729 + K * 31 + off);
+    std::uniform_int_distribution<int> d(-3, 3);
+    for (size_t i = 0; i < na; ++i) A[i] = (float)d(rng);
+    for (size_t i = 0; i < nb; ++i) B[i] = (float)d(rng);
+    for (size_t i = 0; i < nc; ++i) C[i] = NAN;
+    Launch L{k, grid, block, dyn, A, B, C, M, N, K};
+    launch(L);
+    size_t bad = 0; long firstm = -1, firstn = -1; double got = 0, want = 0;
+    for (int m = 0; m < M; ++m)
+        for (int n = 0; n < N; ++n) {
+            double ref = 0;
+            for (int kk = 0; kk < K; ++kk) ref += (double)A[(size_t)m * K + kk] * B[(size_t)kk * N + n];
+            float c = C[(size_t)m * N + n];
+            if (!(c == (float)ref)) {
+                if (!bad) { firstm = m; firstn = n; got = c; want = ref; }
+                ++bad;
+            }
+        }
+    if (off && (Cb[0] != 12345.f)) { ++bad; fprintf(stderr, "  C[-1] overwritten\n"); }
+    if (bad) {
+        ++g_fail;
+        printf("FAIL %s M=%d N=%d K=%d off=%d: %zu bad, first C[%ld][%ld]=%g want %g\n",
+               name, M, N, K, off, bad, firstm, firstn, got, want);
+    } else {
+        ++g_pass;
+    }
+    free(Ab); free(Bb); free(Cb);
+}
+static unsigned cdiv(int a, int b) { return (unsigned)((a + b - 1) / b); }
+"""
+
+
+def transform(src):
+    src = re.sub(r"//[^\n]*", "", src)          # drop comments (they quote the declarations)
+    src = re.sub(r"extern\s+__shared__\s+float4\s+smem4\s*\[\s*\]\s*;",
+                 "float4* smem4 = (float4*)g_dyn_smem;", src)
+    src = re.sub(r"extern\s+__shared__\s+float\s+smem\s*\[\s*\]\s*;",
+                 "float* smem = (float*)g_dyn_smem;", src)
+    assert "extern __shared__" not in src
+    src = src.replace("__shared__", "static")
+    return src
+
+
+def shapes_for(rung, cfg):
+    """(M, N, K) list: exact tiles, tails in every dimension, tiny, K%4/N%4 != 0."""
+    if rung == "01":
+        bm, bn, bk = (cfg[1], cfg[0], 4) if cfg[2] else (cfg[0], cfg[1], 4)
+    else:
+        bm, bn, bk = cfg[0], cfg[1], cfg[2]
+    s = [
+        (1, 1, 1),
+        (bm, bn, bk),                    # exactly one tile
+        (2 * bm, 2 * bn, 3 * bk),        # multiples, 3 K tiles (dbuf parity wraps)
+        (bm + 1, bn + 3, bk + 1),        # tails everywhere, K%4 = 1
+        (2 * bm - 3, bn + 4, 2 * bk + 4),  # M tail, N%4 = 0, K%4 = 0 with K tail
+        (5, 2 * bn + 2, 3 * bk - 2),     # few rows, N%4 = 2
+        (37, 41, 5),                     # odd everything, K < BK possible
+        (bm - 1, bn - 1, bk - 1 if bk > 1 else 1),
+        (3, 7, 2 * bk + 3),
+    ]
+    out = []
+    for t in s:
+        t = tuple(max(1, x) for x in t)
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def launch_geometry(rung, cfg, M, N, K):
+    """C++ expressions for grid, block, dynamic smem bytes (from the contract)."""
+    if rung == "01":
+        bx, by, co = cfg
+        grid = ("cdiv(%d,%d)" % (N, bx), "cdiv(%d,%d)" % (M, by)) if co else \
+               ("cdiv(%d,%d)" % (M, bx), "cdiv(%d,%d)" % (N, by))
+        return grid, (bx, by), 0
+    bm, bn, bk = cfg[:3]
+    grid = ("cdiv(%d,%d)" % (N, bn), "cdiv(%d,%d)" % (M, bm))
+    if rung == "02":
+        return grid, (bn, bm), 0
+    if rung == "03":
+        return grid, (bm * bn // cfg[3], 1), (bm * bk + bk * bn) * 4
+    nt = (bm // cfg[3]) * (bn // cfg[4])
+    dyn = (bm * bk + bk * bn) * 4
+    if rung == "06":
+        dyn *= 2
+    return grid, (nt, 1), dyn
+
+
+def build_source(rung):
+    fname, kname, cfgs = RUNGS[rung]
+    with open(os.path.join(HERE, fname)) as f:
+        src = transform(f.read())
+    body = ["int main() {"]
+    for cfg in cfgs:
+        inst = "%s<%s>" % (kname, ",".join(map(str, cfg)))
+        for (M, N, K) in shapes_for(rung, cfg):
+            offs = [0, 1] if (K % 4 == 0 and N % 4 == 0) else [0]
+            for off in offs:
+                (gx, gy), (bx, by), dyn = launch_geometry(rung, cfg, M, N, K)
+                body.append(
+                    '  { dim3 g; g.x=%s; g.y=%s; dim3 b; b.x=%d; b.y=%d; '
+                    'test("%s", &%s, g, b, %d, %d, %d, %d, %d); }'
+                    % (gx, gy, bx, by, inst, inst, dyn, M, N, K, off))
+    body.append('  printf("%s: %d passed, %d failed\\n", "' + fname + '", g_pass, g_fail);')
+    body.append("  return g_fail ? 1 : 0;\n}")
+    return PRELUDE + "\n" + src + "\n" + DRIVER + "\n" + "\n".join(body) + "\n"
+
+
+FLAGS = {
+    "asan": ["-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+             "-fno-omit-frame-pointer"],
+    "tsan": ["-O1", "-fsanitize=thread"],
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", action="append", help="rung number(s), e.g. 05")
+    ap.add_argument("--build", default="both", choices=["asan", "tsan", "both"])
+    ap.add_argument("--keep", help="directory to keep generated sources in")
+    args = ap.parse_args()
+    rungs = args.only or sorted(RUNGS)
+    builds = ["asan", "tsan"] if args.build == "both" else [args.build]
+    failures = 0
+    td = args.keep or tempfile.mkdtemp(prefix="gemmscope_emu_")
+    os.makedirs(td, exist_ok=True)
+    for rung in rungs:
+        src = build_source(rung)
+        cpp = os.path.join(td, "emu_%s.cpp" % rung)
+        with open(cpp, "w") as f:
+            f.write(src)
+        for b in builds:
+            exe = os.path.join(td, "emu_%s_%s" % (rung, b))
+            cmd = ["g++", "-std=c++20", "-w", "-pthread"] + FLAGS[b] + ["-o", exe, cpp]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode:
+                print("[%s %s] BUILD FAILED\n%s" % (rung, b, p.stderr[-4000:]))
+                failures += 1
+                continue
+            env = dict(os.environ)
+            env["TSAN_OPTIONS"] = "halt_on_error=1 second_deadlock_stack=1"
+            env["ASAN_OPTIONS"] = "detect_leaks=1"
+            p = subprocess.run([exe], capture_output=True, text=True, env=env)
+            tail = (p.stdout + p.stderr).strip().splitlines()
+            ok = p.returncode == 0
+            failures += not ok
+            print("[%s %s] %s  %s" % (rung, b, "ok  " if ok else "FAIL",
+                                       tail[-1] if tail else ""))
+            if not ok:
+                print("\n".join(tail[-60:]))
+    print("%d failed" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
