@@ -1,0 +1,71 @@
+"""End-to-end tests of the default report and the compare CLI on the fixture (no GPU)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+from analysis import report
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "mini_h200.jsonl"
+
+
+def image_links(md: str) -> list[str]:
+    return re.findall(r"!\[[^\]]*\]\(([^)]+\.png)\)", md)
+
+
+def test_report_end_to_end(tmp_path: Path, capsys) -> None:
+    assert report.main(Namespace(out=str(tmp_path), data=[str(FIXTURE)])) == 0
+    out = capsys.readouterr().out
+    md_path = tmp_path / "report.md"
+    assert md_path.is_file() and out.strip().endswith(f"wrote {md_path}")
+    md = md_path.read_text()
+    for section in report.SECTIONS:
+        assert f"## {section}" in md, section
+    # derivation, seed limits, seed predictions table, comparison tables
+    assert "I_{\\mathrm{tiled}}" in md and "1*4*1*12*32 = 1536" in md
+    assert "| 04 reg2d 128x128x8 8x8 |" in md and "| config | time | GFLOP/s |" in md
+    assert "| statistic | model | plain roofline |" in md and "**Best config per size**" in md
+    assert "Spearman" in md and "No measured data" not in md
+    links = image_links(md)
+    assert len(links) >= 5
+    for link in links:
+        assert not Path(link).is_absolute()
+        assert (tmp_path / link).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", link
+
+
+def test_report_without_data(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = report.build(tmp_path / "out", [str(empty)])
+    md = res["path"].read_text()
+    assert "No measured data" in md and res["comparison"] is None
+    for section in report.SECTIONS[:3]:
+        assert f"## {section}" in md
+    links = image_links(md)
+    assert "figures/occupancy.png" in links
+    assert all((tmp_path / "out" / link).is_file() for link in links)
+
+
+def test_compare_json_cli() -> None:
+    r = subprocess.run([sys.executable, "analyze.py", "compare", "--json", str(FIXTURE.relative_to(ROOT))],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert set(j) == {"mape", "median_ape", "max_ape", "spearman", "within_10", "within_25", "by_rung",
+                      "baseline", "n", "best_config", "gpu"}
+    stats = {"mape", "median_ape", "max_ape", "spearman", "within_10", "within_25", "n"}
+    assert all(set(v) == stats for v in j["by_rung"].values())
+    assert stats <= set(j["baseline"])
+    assert 0 <= j["within_10"] <= 1 and j["n"] == 11
+
+
+def test_compare_cli_without_data_is_a_message_not_a_crash(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, "analyze.py", "compare", str(tmp_path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.startswith("error: No measurements found") and "Traceback" not in r.stderr
