@@ -152,6 +152,14 @@ def detect_device() -> DeviceInfo:
     dev = cupy.cuda.Device()
     attrs = dict(dev.attributes)
     props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    # CuPy 14's attribute dict lacks ComputeCapabilityMajor/Minor on some builds: take them from the
+    # device properties (the same cudaDeviceProp fields).
+    attrs.setdefault("ComputeCapabilityMajor", int(props["major"]))
+    attrs.setdefault("ComputeCapabilityMinor", int(props["minor"]))
+    for a, p in (("MemoryClockRate", "memoryClockRate"), ("GlobalMemoryBusWidth", "memoryBusWidth"),
+                 ("L2CacheSize", "l2CacheSize"), ("ClockRate", "clockRate")):
+        if a not in attrs and p in props:
+            attrs[a] = int(props[p])
     name = props["name"]
     name = name.decode() if isinstance(name, bytes) else str(name)
     try:
