@@ -1,0 +1,78 @@
+"""Print the simulator (model/simulate.py) against Nsight Compute rows, field by field.
+
+    python -m tools.sim_vs_ncu [FILE] [--plan sass|compiler|source] [--only-bad] [--config SUBSTR ...]
+
+FILE defaults to ``experiments/results/h200/ncu.jsonl`` (schema ``gemmscope.ncu``). For every ``ok`` row
+of rungs 01-06 it prints, per compared field, the simulated count, ncu's, ``(ncu - sim)/ncu`` and the
+rule (``==`` exact; ``>=`` one-sided with the allowed excess, for shared wavefronts and bank conflicts,
+see ``model.simulate.BOUNDED_FIELDS``), then a summary. Exit status 1 when a row breaks a rule, 2 when
+the file is missing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # pragma: no cover - when run as a script
+    sys.path.insert(0, str(REPO))
+
+from model.registry import KernelConfig  # noqa: E402
+from model.simulate import compare_ncu_row, format_diff_table  # noqa: E402
+
+DEFAULT_FILE = REPO / "experiments" / "results" / "h200" / "ncu.jsonl"
+
+
+def read_rows(path: Path) -> list[dict]:
+    rows = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("schema", "gemmscope.ncu") != "gemmscope.ncu" or row.get("status", "ok") != "ok":
+            continue
+        try:
+            if KernelConfig.parse(row["config_key"]).rung == 0:
+                continue
+        except Exception:  # noqa: BLE001 - unknown config: not simulable
+            continue
+        rows.append(row)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.sim_vs_ncu", description=__doc__.split("\n\n")[0])
+    ap.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE, help=f"ncu rows [{DEFAULT_FILE.relative_to(REPO)}]")
+    ap.add_argument("--plan", default="sass", choices=("sass", "compiler", "source"),
+                    help="widths of the inner loop's shared loads [sass: from model.facts / the observed SASS]")
+    ap.add_argument("--only-bad", action="store_true", help="print only the fields that break their rule")
+    ap.add_argument("--config", nargs="+", metavar="SUBSTR", help="only rows whose config key contains one of these")
+    args = ap.parse_args(argv)
+    if not args.file.exists():
+        print(f"error: {args.file} does not exist (python -m experiments.ncu_run writes it on the GPU)", file=sys.stderr)
+        return 2
+    rows = read_rows(args.file)
+    if args.config:
+        rows = [r for r in rows if any(s in r["config_key"] for s in args.config)]
+    results = [(row, *compare_ncu_row(row, plan=args.plan)) for row in rows]
+    print(format_diff_table(results, only_bad=args.only_bad))
+    bad_rows = [(r, s, d) for r, s, d in results if any(not x.ok for x in d)]
+    print()
+    for r, s, _ in results:
+        if s.plan is not None and s.plan.note:
+            print(f"load plan of {r['config_key']}: {s.plan.origin}: {s.plan.note}")
+    n_fields = sum(1 for _, _, d in results for x in d if x.measured is not None)
+    n_bad = sum(1 for _, _, d in results for x in d if not x.ok)
+    print(f"{len(results)} rows, {n_fields} measured fields: {n_fields - n_bad} agree, {n_bad} break their rule"
+          + (f" (rows: {', '.join(r['config_key'] for r, _, _ in bad_rows)})" if bad_rows else ""))
+    return 1 if bad_rows else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
