@@ -152,7 +152,27 @@ def _roofline_predictions(gpu, rows: Sequence[Measurement]) -> dict[str, np.ndar
     }
 
 
-PREDICTOR: Callable[[object, Sequence[Measurement]], dict[str, np.ndarray]] = _roofline_predictions
+TIMING_NAME = ("timing model (model.timing: simulator counts, compiler facts, measured rates; each rung predicted "
+               "with parameters calibrated on the other rungs)")
+
+
+def _timing_predictions(gpu, rows: Sequence[Measurement]) -> dict[str, np.ndarray]:
+    """model.timing over ``rows`` of one GPU, leave-one-rung-out cross-validated (see tools/calibrate.py)."""
+    from model.roofline import plain_roofline
+    from model.timing import LIMITS, predict_rows as timing_rows
+    res = timing_rows(gpu, [r.config for r in rows], [r.size for r in rows], [r.num_regs for r in rows],
+                      cross_validated=True)
+    return {
+        "flop_per_s": res["flop_per_s"], "time_s": res["time_s"],
+        "bound": np.array([LIMITS[int(b)] for b in res["bound"]], dtype=object),
+        "intensity_dram": res["flops"] / res["dram_bytes"], "blocks_per_sm": res["blocks_per_sm"],
+        "baseline_flop_per_s": np.array([plain_roofline(gpu, r.config, r.M, r.N, r.K) for r in rows]),
+    }
+
+
+_timing_predictions.__name__ = TIMING_NAME
+
+PREDICTOR: Callable[[object, Sequence[Measurement]], dict[str, np.ndarray]] = _timing_predictions
 """The model :func:`predict_rows` calls: ``(gpu spec, rows of that GPU) -> dict of per-row arrays`` with the
 fields of :class:`Predicted` (less ``model``). Replace it (or pass ``predictor=``) to score another model."""
 

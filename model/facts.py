@@ -1,0 +1,162 @@
+"""Compiler facts of the kernel configs, read from the shipped cache (no compiler needed).
+
+``model/data/compiler_facts/<arch>.json`` holds, per config key and target architecture, what NVRTC
+(the compiler CuPy uses on the device, same options) and ptxas made of the kernel: registers per
+thread, static shared memory, local memory (stack / spills) and the SASS instruction mix, over the
+whole function, over the main K loop's body and over its steady-state iteration. The files are produced by
+``python -m tools.compiler_facts ... --ship`` (``tools/compiler_facts.py``, which needs the optional
+``requirements-facts.txt``); this module only reads them.
+
+    >>> from model.facts import load_facts, registers_for
+    >>> registers_for(cfg, "sm_90")          # or registers_for(cfg, load_gpu("h200"))
+    167
+
+Families in the histograms are SASS mnemonics with modifiers stripped (``IMAD.MOV.U32`` -> ``IMAD``),
+memory instructions keeping their width (``LDS``, ``LDS.64``, ``LDS.128``, ``LDG``, ``LDG.128``,
+``STS``, ``STG.128``, ``LDL``/``STL`` = local memory).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["FACTS_DIR", "Facts", "available_archs", "facts_for", "load_facts", "registers_for", "stale_keys"]
+
+FACTS_DIR: Path = Path(__file__).resolve().parent / "data" / "compiler_facts"
+KERNEL_DIR: Path = Path(__file__).resolve().parent.parent / "gpu" / "kernels"
+
+
+def _frozen(d: Mapping[str, int] | None) -> Mapping[str, int]:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the compiler made of one config for one architecture."""
+
+    config_key: str
+    arch: str
+    nvrtc_version: str
+    registers: int
+    """Registers per thread (cuobjdump REG)."""
+    shared_static_bytes: int
+    """Static ``__shared__`` bytes (0 for the rungs that use dynamic shared memory)."""
+    local_bytes: int
+    """Local memory per thread: the stack frame (spills, local arrays; cuobjdump STACK) plus any
+    ``.local`` section (cuobjdump LOCAL); 0 = no spills."""
+    spill_stores: int
+    """Bytes of spill stores / loads reported by ptxas (``--ptxas-options=-v``)."""
+    spill_loads: int
+    barriers: int
+    sass_total: Mapping[str, int] = field(default_factory=lambda: _frozen(None))
+    """Instruction-family histogram of the whole function (static count, padding excluded)."""
+    sass_loop: Mapping[str, int] = field(default_factory=lambda: _frozen(None))
+    """Histogram of the main K loop's body: one iteration (see ``tools/compiler_facts.py``)."""
+    sass_loop_path: Mapping[str, int] = field(default_factory=lambda: _frozen(None))
+    """Histogram of the steady-state iteration: one path through the loop body (interior tile, aligned
+    loads, not the last tile); equal to ``sass_loop`` when the body has no branches."""
+    loop_found: bool = False
+    loop_ffma: int | None = None
+    loop_instructions: int | None = None
+    loop_path_instructions: int | None = None
+    loop_branches: int | None = None
+    """Conditional branches inside the loop besides the back edge (0: every count is one iteration)."""
+    loop_tiles: int | None = None
+    """K tiles (BK*TM*TN FFMAs each; k steps for the naive rung) per loop iteration: >1 when the
+    compiler unrolled the K loop."""
+    expected_loop_ffma: int | None = None
+    loop_ffma_ok: bool | None = None
+    total_instructions: int = 0
+    prologue_instructions: int | None = None
+    epilogue_instructions: int | None = None
+    stack_bytes: int = 0
+    shared_reserved_bytes: int | None = None
+    name: str = ""
+    """Mangled kernel name."""
+    source_sha256: str = ""
+    """Digest of the kernel file that was compiled (see :func:`stale_keys`)."""
+
+    @property
+    def spills(self) -> bool:
+        return bool(self.local_bytes or self.spill_stores or self.spill_loads)
+
+    def loop(self, fam: str) -> int:
+        """Static count of one instruction family in the whole main-loop body (0 if absent or no loop)."""
+        return int(self.sass_loop.get(fam, 0))
+
+    def per_iteration(self, fam: str) -> int:
+        """Count of one instruction family in the steady-state iteration (``sass_loop_path``)."""
+        return int(self.sass_loop_path.get(fam, 0))
+
+    def per_iteration_all_widths(self, base: str) -> int:
+        """e.g. ``per_iteration_all_widths("LDS")`` = LDS + LDS.64 + LDS.128 + ... per steady iteration."""
+        return sum(v for k, v in self.sass_loop_path.items() if k == base or k.startswith(base + "."))
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Facts":
+        names = set(cls.__dataclass_fields__)
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["sass_total"] = _frozen(d.get("sass_total"))
+        kw["sass_loop"] = _frozen(d.get("sass_loop"))
+        kw["sass_loop_path"] = _frozen(d.get("sass_loop_path"))
+        for k in ("spill_stores", "spill_loads", "barriers", "local_bytes", "stack_bytes", "shared_static_bytes"):
+            if kw.get(k) is None:
+                kw[k] = 0
+        return cls(**kw)
+
+
+def _arch_of(arch_or_gpu: Any) -> str:
+    return arch_or_gpu if isinstance(arch_or_gpu, str) else getattr(arch_or_gpu, "arch")
+
+
+def available_archs() -> tuple[str, ...]:
+    """Architectures with a shipped facts file, e.g. ``("sm_80", "sm_86", "sm_89", "sm_90")``."""
+    return tuple(sorted(p.stem for p in FACTS_DIR.glob("sm_*.json")))
+
+
+@functools.lru_cache(maxsize=None)
+def load_facts(arch: str) -> Mapping[str, Facts]:
+    """{config key: :class:`Facts`} for ``arch`` (a read-only mapping; empty if none shipped).
+
+    Configs whose compile failed are left out."""
+    arch = _arch_of(arch)
+    path = FACTS_DIR / f"{arch}.json"
+    if not path.exists():
+        return MappingProxyType({})
+    data = json.loads(path.read_text())
+    raw = data.get("archs", {}).get(arch, {}).get("facts", {})
+    return MappingProxyType({k: Facts.from_json(d) for k, d in raw.items() if "error" not in d})
+
+
+def facts_for(cfg, arch) -> Facts | None:
+    """Facts of ``cfg`` (a :class:`~model.registry.KernelConfig` or its key) for ``arch`` (``"sm_90"`` or
+    a :class:`~model.spec.GPUSpec`), or None when not in the cache."""
+    key = cfg if isinstance(cfg, str) else cfg.key
+    return load_facts(_arch_of(arch)).get(key)
+
+
+def registers_for(cfg, arch) -> int | None:
+    """Registers per thread the compiler gives ``cfg`` on ``arch`` (None when not in the cache)."""
+    f = facts_for(cfg, arch)
+    return None if f is None else f.registers
+
+
+def stale_keys(arch) -> list[str]:
+    """Config keys whose facts were made from a kernel file that has changed since (to regenerate)."""
+    from .registry import RUNGS
+
+    digests = {}
+    for r in RUNGS.values():
+        if r.file and (KERNEL_DIR / r.file).exists():
+            digests[r.number] = hashlib.sha256((KERNEL_DIR / r.file).read_bytes()).hexdigest()[:16]
+    out = []
+    for k, f in load_facts(_arch_of(arch)).items():
+        d = digests.get(int(k.split(":")[0]))
+        if f.source_sha256 and d and f.source_sha256 != d:
+            out.append(k)
+    return out

@@ -1,0 +1,999 @@
+"""Compiler facts without a GPU: registers, shared memory, spills and the SASS instruction mix.
+
+Every kernel config is compiled the way CuPy 14 compiles it on the device - NVRTC, straight to a CUBIN
+for one ``sm_XX`` - and the CUBIN is read with the CUDA binary utilities:
+
+* **compile** (:func:`compile_program`, :func:`compile_cubin`): the kernel file
+  ``gpu/kernels/<Rung.file>``, read fresh on every call, goes through ``nvrtcCompileProgram`` with the
+  options CuPy's ``RawModule`` ends up passing (``gpu.launcher.NVRTC_OPTIONS`` = ``-std=c++17``, then
+  CuPy's own ``-ftz=true``, ``-arch=sm_XX`` and ``--device-as-default-execution-space``;
+  see :data:`CUPY_OPTIONS`) plus ``--ptxas-options=-v`` for the register / spill report in the program
+  log (reporting only: it changes no code). Each config's ``name_expression`` is added with
+  ``nvrtcAddNameExpression`` and its lowered (mangled) name read back. CuPy compiles one name
+  expression per program; to amortise the front end this tool puts up to ``--chunk`` configs of one
+  rung in a program (ptxas compiles and allocates each ``__global__`` function on its own, so the code
+  of a function does not depend on its neighbours; ``tests/test_facts.py`` checks one against a
+  single-expression compile). The CUDA front end's name for the program (CuPy: ``<hash>.cubin.cu``)
+  is the kernel file name here; it only appears in diagnostics.
+* **resources**: ``cuobjdump --dump-resource-usage`` (REG, STACK, SHARED, LOCAL per function) and the
+  ptxas lines of the program log (``Used N registers``, ``N bytes stack frame, N bytes spill stores,
+  N bytes spill loads``, ``N bytes smem``). ``SHARED`` in the cubin is the static shared memory plus
+  the 1 KiB per block the driver reserves on sm_80 and later (``shared_reserved_bytes``).
+* **SASS** (:func:`analyse_sass`): ``nvdisasm -c`` (labelled branch targets), parsed per function into
+  instructions; each opcode is reduced to a *family* (:func:`family`): the mnemonic with its modifiers
+  stripped (``IMAD.MOV.U32`` -> ``IMAD``, ``FFMA.FTZ`` -> ``FFMA``), except memory instructions, which
+  keep their access width (``LDS``, ``LDS.64``, ``LDS.128``, ``LDG`` (= ``LDG.E``/``LDG.E.CONSTANT``),
+  ``LDG.128`` (= ``LDG.E.128...``), ``STS.128``, ``STG``, ``LDL``/``STL`` (local memory = spills)).
+
+Main-loop heuristic (:func:`find_main_loop`)
+--------------------------------------------
+The function's instructions are split into basic blocks (leaders: the entry, every branch target,
+every instruction after a ``BRA``/``EXIT``/``RET``/``BRX``/``JMP``); edges follow ``BRA`` targets
+(plus the fall-through when the branch is predicated) and fall-throughs. Dominators are computed on
+the blocks reachable from the entry; a *back edge* is an edge ``u -> h`` where ``h`` dominates ``u``,
+and its *natural loop* is ``h`` plus every block that reaches ``u`` without passing through ``h``
+(loops with the same header are merged). This catches out-of-line blocks that the compiler moved
+after the loop and that branch back into it. The **main loop** is the loop with the most ``FFMA``
+instructions; ties go to the larger loop (an outer K loop around a rolled inner loop: per K tile, not
+per inner iteration). ``sass_loop`` counts every instruction of the loop's blocks **once** (a static
+count): for a loop body without internal branches (rungs 02-05 at the configs we ship: guarded loads
+are predicated) that is exactly one iteration; where the body has internal branches (rung 06's
+``if (hasNext)`` prefetch of the next tile) it is the sum over both paths, i.e. the count of an
+iteration that takes all of them. ``loop_branches`` counts the conditional branches inside the loop
+so a reader can tell.
+
+``sass_loop_path`` is the **steady-state iteration** (:func:`steady_path`): one path through the loop
+body from the header to a block that branches back (inner back edges cut), the one that moves the most
+global + shared bytes and, among those, has the fewest instructions. That picks the iteration of an
+interior tile: 16-byte aligned (one ``LDG.128`` moves what four guarded scalar ``LDG`` move, in fewer
+instructions: rungs 05/06's fallback is skipped), not the last tile (rung 06's prefetch moves bytes, so
+it is taken), the busiest thread (a guarded extra load round of rung 02/03 is taken). Without branches
+in the body, ``sass_loop_path == sass_loop``.
+
+Expected FFMAs per loop iteration (:func:`expected_loop_ffma`): ``BK*TM*TN`` for rungs 02-06 (TM = TN
+= 1 for rung 02, TN = 1 for rung 03) - one K tile of the thread's micro-tile - and, for the naive rung
+01, the ``#pragma unroll N`` factor read from its source. ``loop_ffma_ok`` is True when they agree;
+``loop_tiles`` is ``loop_ffma / expected`` when that is a whole number (the compiler unrolled the K
+loop that many times) and None otherwise.
+
+Limits of the heuristic: it is a static count (no trip counts: a rolled inner loop shows once; the
+naive rung's remainder loop for ``K % 4`` is a separate, smaller loop and is not counted); predicated-
+off instructions count; a loop whose body is not FFMA-dominated is never chosen; indirect branches
+(``BRX``/``JMX``, not produced for these kernels) are treated as leaving the function.
+
+Usage::
+
+    python -m tools.compiler_facts --arch sm_90 --configs classic            # table only
+    python -m tools.compiler_facts --arch sm_90 --arch sm_89 --configs all --ship --jobs 2
+    python -m tools.compiler_facts --arch sm_86 --configs "04:BM=64,BN=64,BK=8,TM=4,TN=4" --out f.json
+
+The shipped cache is ``model/data/compiler_facts/<arch>.json``, read by :mod:`model.facts` (which
+needs none of these tools).
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # pragma: no cover - when run as a script
+    sys.path.insert(0, str(REPO))
+
+from model.registry import RUNGS, KernelConfig, classic_configs, geometry, grid_configs  # noqa: E402
+
+KERNEL_DIR = REPO / "gpu" / "kernels"
+SHIP_DIR = REPO / "model" / "data" / "compiler_facts"
+SCHEMA_VERSION = 1
+
+LAUNCHER_OPTIONS = ("-std=c++17",)
+"""``gpu.launcher.NVRTC_OPTIONS`` (copied, not imported: ``gpu`` needs CuPy)."""
+CUPY_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
+"""What CuPy 14.2 adds (``cupy/cuda/compiler.py``: ``_compile_with_cache_cuda`` appends ``-ftz=true``;
+``_compile_using_nvrtc_no_warning`` appends ``-arch=sm_XX`` and ``--device-as-default-execution-space``;
+it also adds ``-I<cupy include dir>``, which our self-contained kernels do not need)."""
+REPORT_OPTIONS = ("--ptxas-options=-v",)
+
+DEFAULT_ARCHS = ("sm_90", "sm_89", "sm_86", "sm_80")
+
+# The families we ship and sweep (experiments/sweeps/{ladder,blocks,regtile}.toml).
+REGTILE_GRID = dict(BM=(32, 64, 128, 256), BN=(32, 64, 128, 256), BK=(8, 16, 32), TM=(2, 4, 8, 16),
+                    TN=(2, 4, 8, 16))
+SMEM_GRID = dict(BM=(8, 16, 32), BN=(8, 16, 32), BK=(8, 16, 32))
+NAIVE_GRID = dict(BX=(8, 16, 32, 64, 128), BY=(8, 16, 32, 64, 128), COALESCED=(0, 1))
+
+
+class FactsError(RuntimeError):
+    """A tool (NVRTC, cuobjdump, nvdisasm) is missing or failed."""
+
+
+class CompileFailed(FactsError):
+    def __init__(self, what: str, log: str) -> None:
+        super().__init__(f"{what}: NVRTC compilation failed:\n{log}")
+        self.log = log
+
+
+# --------------------------------------------------------------------------------------------------
+# Tools
+# --------------------------------------------------------------------------------------------------
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc  # type: ignore
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise FactsError("cuda-bindings is not installed (pip install -r requirements-facts.txt)") from exc
+    return nvrtc
+
+
+def _check(result, what: str):
+    err = result[0]
+    if int(err) != 0:
+        raise FactsError(f"{what}: {err!r}")
+    return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> str:
+    """NVRTC's own ``major.minor`` (what ``cupy.cuda.nvrtc.getVersion()`` reports on the device)."""
+    nv = _nvrtc()
+    major, minor = _check(nv.nvrtcVersion(), "nvrtcVersion")
+    return f"{major}.{minor}"
+
+
+@functools.lru_cache(maxsize=None)
+def tool_versions() -> dict:
+    """Versions of the packages used (for the cache's header)."""
+    from importlib import metadata
+    out = {"nvrtc": nvrtc_version()}
+    for pkg in ("nvidia-cuda-nvrtc", "cuda-bindings", "nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def find_tool(name: str) -> str:
+    """Path of ``cuobjdump`` or ``nvdisasm``: ``$GEMMSCOPE_<NAME>``, cuda-pathfinder (pip wheels under
+    ``site-packages/nvidia/cu13/bin``), a search of ``site-packages/nvidia``, then ``PATH``."""
+    env = os.environ.get(f"GEMMSCOPE_{name.upper()}")
+    if env:
+        return env
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility  # type: ignore
+        p = find_nvidia_binary_utility(name)
+        if p:
+            return p
+    except Exception:  # noqa: BLE001 - pathfinder missing or refuses: fall back
+        pass
+    import site
+    for sp in site.getsitepackages() + [site.getusersitepackages()]:
+        for cand in sorted(Path(sp).glob(f"nvidia/**/bin/{name}")):
+            if os.access(cand, os.X_OK):
+                return str(cand)
+    p = shutil.which(name)
+    if p:
+        return p
+    raise FactsError(f"{name} not found (pip install -r requirements-facts.txt, or set GEMMSCOPE_{name.upper()})")
+
+
+def nvrtc_options(arch: str) -> tuple[str, ...]:
+    """The NVRTC options of one compile: CuPy's, for ``arch``, plus the ptxas report."""
+    if arch != "sm_XX" and not re.fullmatch(r"sm_\d+[a-z]?", arch):
+        raise ValueError(f"arch must look like sm_90, got {arch!r}")
+    return LAUNCHER_OPTIONS + (CUPY_OPTIONS[0], f"-arch={arch}", CUPY_OPTIONS[1]) + REPORT_OPTIONS
+
+
+# --------------------------------------------------------------------------------------------------
+# Compile
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compiled:
+    cubin: bytes
+    log: str
+    lowered: Mapping[str, str]   # name expression -> mangled name
+    seconds: float
+    source_sha256: str           # of the kernel file as compiled (first 16 hex digits)
+
+
+def compile_program(file: str, name_expressions: Sequence[str], arch: str) -> Compiled:
+    """Compile ``gpu/kernels/<file>`` (read now) with NVRTC for ``arch`` and the given name expressions."""
+    nv = _nvrtc()
+    src = (KERNEL_DIR / file).read_bytes()
+    t0 = time.perf_counter()
+    prog = _check(nv.nvrtcCreateProgram(src, file.encode(), 0, [], []), "nvrtcCreateProgram")
+    try:
+        for e in name_expressions:
+            _check(nv.nvrtcAddNameExpression(prog, e.encode()), f"nvrtcAddNameExpression({e})")
+        opts = [o.encode() for o in nvrtc_options(arch)]
+        (err,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
+        n = _check(nv.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+        buf = b" " * n
+        nv.nvrtcGetProgramLog(prog, buf)
+        log = buf.rstrip(b"\0 ").decode(errors="replace")
+        if int(err) != 0:
+            raise CompileFailed(f"{file} {arch} [{', '.join(name_expressions)}]", log)
+        lowered = {}
+        for e in name_expressions:
+            low = _check(nv.nvrtcGetLoweredName(prog, e.encode()), f"nvrtcGetLoweredName({e})")
+            lowered[e] = low.decode() if isinstance(low, bytes) else str(low)
+        n = _check(nv.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * n
+        _check((nv.nvrtcGetCUBIN(prog, cubin)[0], None), "nvrtcGetCUBIN")
+    finally:
+        nv.nvrtcDestroyProgram(prog)
+    return Compiled(cubin, log, lowered, time.perf_counter() - t0, source_digest(src))
+
+
+def source_digest(src: bytes) -> str:
+    """The digest stored with each fact (``source_sha256``): first 16 hex digits of SHA-256."""
+    import hashlib
+    return hashlib.sha256(src).hexdigest()[:16]
+
+
+def compile_cubin(cfg: KernelConfig, arch: str) -> bytes:
+    """The CUBIN of one config for ``arch`` (one name expression, as CuPy compiles it)."""
+    if cfg.info.file is None:
+        raise ValueError(f"{cfg.label} has no kernel file")
+    return compile_program(cfg.info.file, [cfg.name_expression], arch).cubin
+
+
+# --------------------------------------------------------------------------------------------------
+# cuobjdump / ptxas log
+# --------------------------------------------------------------------------------------------------
+
+
+def _run(tool: str, *args: str) -> str:
+    p = subprocess.run([find_tool(tool), *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise FactsError(f"{tool} {' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
+    return p.stdout
+
+
+def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
+    """``cuobjdump --dump-resource-usage`` -> {mangled name: {REG, STACK, SHARED, LOCAL, ...}}."""
+    out: dict[str, dict[str, int]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"\s*Function (\S+):\s*$", line)
+        if m:
+            cur = m.group(1)
+            continue
+        if cur and "REG:" in line:
+            out[cur] = {k: int(v) for k, v in re.findall(r"([A-Z_]+(?:\[\d+\])?):(\d+)", line)}
+            cur = None
+    return out
+
+
+def parse_ptxas_log(log: str) -> dict[str, dict[str, int]]:
+    """The ``--ptxas-options=-v`` lines of an NVRTC program log, per mangled entry function."""
+    out: dict[str, dict[str, int]] = {}
+    cur = None
+    for line in log.splitlines():
+        m = re.search(r"(?:Compiling entry function|Function properties for) '?([A-Za-z_]\w*)'?", line)
+        if m:
+            cur = m.group(1)
+            out.setdefault(cur, {})
+            continue
+        if cur is None:
+            continue
+        d = out[cur]
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            d["stack"], d["spill_stores"], d["spill_loads"] = (int(x) for x in m.groups())
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            d["registers"] = int(m.group(1))
+            m2 = re.search(r"used (\d+) barriers", line)
+            d["barriers"] = int(m2.group(1)) if m2 else 0
+            m2 = re.search(r"(\d+) bytes smem", line)
+            d["smem"] = int(m2.group(1)) if m2 else 0
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# SASS
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Instr:
+    addr: int
+    pred: str | None      # "P0", "!P0", "UP1", "PT", ... or None
+    op: str               # full opcode with modifiers, e.g. "LDS.128"
+    operands: str
+    target: str | None    # branch target label (BRA), else None
+
+    @property
+    def family(self) -> str:
+        return family(self.op)
+
+
+MEM_OPS = frozenset({"LDG", "STG", "LDS", "STS", "LDL", "STL", "LD", "ST", "LDC", "ATOM", "ATOMS", "ATOMG",
+                     "RED", "LDSM", "LDGSTS"})
+WIDTHS = ("U8", "S8", "U16", "S16", "64", "128")
+
+
+def family(op: str) -> str:
+    """Opcode family: modifiers stripped, except a memory instruction's access width.
+
+    >>> family("IMAD.MOV.U32"), family("LDG.E.128.CONSTANT"), family("LDS.64"), family("FFMA.FTZ")
+    ('IMAD', 'LDG.128', 'LDS.64', 'FFMA')
+    """
+    parts = op.split(".")
+    base = parts[0]
+    if base in MEM_OPS:
+        w = [p for p in parts[1:] if p in WIDTHS]
+        return base + ("." + w[0] if w else "")
+    return base
+
+
+_INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@(!?U?P[0-9T]+)\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?)\s*;")
+_LABEL = re.compile(r"^(\.?[A-Za-z_$][\w.$]*):\s*$")
+_TARGET = re.compile(r"`\(([^)]+)\)")
+_SECTION = re.compile(r"^\.text\.(\S+):\s*$")
+
+
+def parse_nvdisasm(text: str) -> dict[str, tuple[list[Instr], dict[str, int]]]:
+    """``nvdisasm -c`` output -> {function: (instructions, {label: address})}."""
+    funcs: dict[str, tuple[list[Instr], dict[str, int]]] = {}
+    cur = None
+    pending: list[str] = []
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            cur = m.group(1)
+            funcs[cur] = ([], {})
+            pending = []
+            continue
+        if cur is None:
+            continue
+        m = _INSTR.match(line)
+        if m:
+            addr = int(m.group(1), 16)
+            instrs, labels = funcs[cur]
+            for lab in pending:
+                labels[lab] = addr
+            pending = []
+            op, rest = m.group(3), m.group(4)
+            t = _TARGET.search(rest) if family(op) in ("BRA", "BRX", "JMP", "CALL") else None
+            instrs.append(Instr(addr, m.group(2), op, rest, t.group(1) if t else None))
+            continue
+        m = _LABEL.match(line.strip())
+        if m and not line.lstrip().startswith((".text", ".section")):
+            pending.append(m.group(1))
+    return funcs
+
+
+def parse_cuobjdump_sass(text: str) -> dict[str, tuple[list[Instr], dict[str, int]]]:
+    """Fallback: ``cuobjdump --dump-sass`` (absolute branch addresses instead of labels)."""
+    funcs: dict[str, tuple[list[Instr], dict[str, int]]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line)
+        if m:
+            cur = m.group(1)
+            funcs[cur] = ([], {})
+            continue
+        if cur is None:
+            continue
+        m = _INSTR.match(line)
+        if m:
+            op, rest = m.group(3), m.group(4)
+            tgt = None
+            if family(op) in ("BRA", "BRX", "JMP", "CALL"):
+                t = re.search(r"0x([0-9a-fA-F]+)", rest)
+                if t:
+                    tgt = f"0x{int(t.group(1), 16):x}"
+                    funcs[cur][1][tgt] = int(t.group(1), 16)
+            funcs[cur][0].append(Instr(int(m.group(1), 16), m.group(2), op, rest, tgt))
+    return funcs
+
+
+def disassemble(cubin_path: str) -> dict[str, tuple[list[Instr], dict[str, int]]]:
+    try:
+        return parse_nvdisasm(_run("nvdisasm", "-c", cubin_path))
+    except FactsError:
+        return parse_cuobjdump_sass(_run("cuobjdump", "--dump-sass", cubin_path))
+
+
+def _unconditional(i: Instr) -> bool:
+    return i.pred is None or i.pred == "PT"
+
+
+_ENDS_BLOCK = frozenset({"BRA", "BRX", "JMP", "JMX", "EXIT", "RET"})
+
+
+@dataclass
+class Block:
+    start: int          # index of the first instruction
+    end: int            # index past the last
+    succ: tuple[int, ...] = ()
+
+
+def basic_blocks(instrs: Sequence[Instr], labels: Mapping[str, int]) -> list[Block]:
+    """Split into basic blocks with successor lists (indices into the returned list)."""
+    n = len(instrs)
+    if n == 0:
+        return []
+    index_of = {ins.addr: k for k, ins in enumerate(instrs)}
+    leaders = {0}
+    for k, ins in enumerate(instrs):
+        if ins.family in _ENDS_BLOCK and k + 1 < n:
+            leaders.add(k + 1)
+        if ins.target is not None and ins.family != "CALL" and labels.get(ins.target) in index_of:
+            leaders.add(index_of[labels[ins.target]])
+    starts = sorted(leaders)
+    blocks = [Block(s, e) for s, e in zip(starts, starts[1:] + [n])]
+    block_at = {b.start: bi for bi, b in enumerate(blocks)}
+    for bi, b in enumerate(blocks):
+        last = instrs[b.end - 1]
+        nxt = bi + 1 if bi + 1 < len(blocks) else None
+        fam = last.family
+        succ: list[int] = []
+        if last.pred == "!PT":          # never taken
+            succ = [nxt] if nxt is not None else []
+        elif fam == "BRA":
+            tgt = labels.get(last.target) if last.target else None
+            if tgt in index_of:
+                succ.append(block_at[index_of[tgt]])
+            if not _unconditional(last) and nxt is not None:
+                succ.append(nxt)
+        elif fam in _ENDS_BLOCK:        # EXIT, RET, indirect jumps: leave the function
+            if not _unconditional(last) and nxt is not None:
+                succ.append(nxt)
+        elif nxt is not None:
+            succ.append(nxt)
+        b.succ = tuple(dict.fromkeys(succ))
+    return blocks
+
+
+def _reachable(blocks: Sequence[Block]) -> set[int]:
+    seen, todo = {0}, [0]
+    while todo:
+        for s in blocks[todo.pop()].succ:
+            if s not in seen:
+                seen.add(s)
+                todo.append(s)
+    return seen
+
+
+def dominators(blocks: Sequence[Block]) -> dict[int, set[int]]:
+    reach = _reachable(blocks)
+    preds: dict[int, set[int]] = {b: set() for b in reach}
+    for b in reach:
+        for s in blocks[b].succ:
+            preds[s].add(b)
+    dom = {b: set(reach) for b in reach}
+    dom[0] = {0}
+    changed = True
+    order = sorted(reach)
+    while changed:
+        changed = False
+        for b in order:
+            if b == 0:
+                continue
+            ps = [dom[p] for p in preds[b]]
+            new = (set.intersection(*ps) if ps else set()) | {b}
+            if new != dom[b]:
+                dom[b] = new
+                changed = True
+    return dom
+
+
+def natural_loops(blocks: Sequence[Block]) -> dict[int, set[int]]:
+    """{header block: body blocks} of every natural loop (back edges with one header merged)."""
+    dom = dominators(blocks)
+    preds: dict[int, set[int]] = {b: set() for b in dom}
+    for b in dom:
+        for s in blocks[b].succ:
+            preds[s].add(b)
+    loops: dict[int, set[int]] = {}
+    for u in dom:
+        for h in blocks[u].succ:
+            if h in dom[u]:           # back edge u -> h
+                body = loops.setdefault(h, {h})
+                todo = [u] if u not in body else []
+                body.add(u)
+                while todo:
+                    x = todo.pop()
+                    for p in preds[x]:
+                        if p not in body:
+                            body.add(p)
+                            todo.append(p)
+    return loops
+
+
+def _main_loop(instrs: Sequence[Instr], labels: Mapping[str, int]):
+    """(blocks, header block, body block set) of the main loop, or None (see the module doc)."""
+    blocks = basic_blocks(instrs, labels)
+    loops = natural_loops(blocks)
+    best = None
+    for h, body in loops.items():
+        n = sum(blocks[b].end - blocks[b].start for b in body)
+        ffma = sum(1 for b in body for k in range(blocks[b].start, blocks[b].end) if instrs[k].family == "FFMA")
+        if best is None or (ffma, n) > best[0]:
+            best = ((ffma, n), h, body)
+    if best is None or best[0][0] == 0:
+        return None
+    return blocks, best[1], best[2]
+
+
+def find_main_loop(instrs: Sequence[Instr], labels: Mapping[str, int]) -> tuple[list[int], int] | None:
+    """Instruction indices of the main loop (see the module doc) and its header's index, or None."""
+    found = _main_loop(instrs, labels)
+    if found is None:
+        return None
+    blocks, h, body = found
+    return sorted(k for b in body for k in range(blocks[b].start, blocks[b].end)), blocks[h].start
+
+
+_WIDTH_BYTES = {"": 4, "U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def moved_bytes(fam: str) -> int:
+    """Bytes one thread moves with one global or shared load/store of this family (0 for other families,
+    local memory included)."""
+    base, _, width = fam.partition(".")
+    if base not in ("LDG", "STG", "LDS", "STS"):
+        return 0
+    return _WIDTH_BYTES.get(width, 4)
+
+
+def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: set[int]) -> list[int] | None:
+    """Blocks of the loop's *steady-state* path: from the header to a block that branches back, the path
+    that moves the most global + shared bytes, and of those the one with the fewest instructions.
+
+    Where the body branches (rung 05/06 fall back to guarded scalar loads when A, B are not 16-byte
+    aligned, rung 06 skips the prefetch on the last tile, rung 02 guards a partial load round), this is
+    the iteration of an interior tile: aligned (one LDG.128 moves as many bytes as four scalar LDGs, and
+    is shorter), not the last (the prefetch moves bytes), the busiest thread (the guarded round taken).
+    Inner back edges are cut, so a rolled inner loop counts once."""
+    dom = dominators(blocks)
+    succ = {b: [s for s in blocks[b].succ if s in body and s != h and s not in dom[b]] for b in body}
+    latches = {b for b in body if h in blocks[b].succ}
+    # topological order of the acyclic graph from the header
+    order: list[int] = []
+    state: dict[int, int] = {}
+
+    def visit(b: int) -> None:
+        stack = [(b, iter(succ[b]))]
+        state[b] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[node] = 2
+                order.append(node)
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(succ[nxt])))
+
+    visit(h)
+    order.reverse()
+
+    def score(b: int) -> tuple[int, int]:
+        ins = instrs[blocks[b].start:blocks[b].end]
+        return sum(moved_bytes(i.family) for i in ins), -len(ins)
+
+    best: dict[int, tuple[tuple[int, int], int | None]] = {h: (score(h), None)}
+    for b in order:
+        if b not in best:
+            continue
+        (by, neg), _ = best[b]
+        for s in succ[b]:
+            sb, sn = score(s)
+            cand = ((by + sb, neg + sn), b)
+            if s not in best or cand[0] > best[s][0]:
+                best[s] = cand
+    ends = [b for b in latches if b in best]
+    if not ends:
+        return None
+    end = max(ends, key=lambda b: best[b][0])
+    path = []
+    cur: int | None = end
+    while cur is not None:
+        path.append(cur)
+        cur = best[cur][1]
+    return path[::-1]
+
+
+def _hist(instrs: Iterable[Instr]) -> dict[str, int]:
+    h: dict[str, int] = {}
+    for i in instrs:
+        f = i.family
+        h[f] = h.get(f, 0) + 1
+    return dict(sorted(h.items()))
+
+
+def strip_padding(instrs: list[Instr], labels: Mapping[str, int]) -> list[Instr]:
+    """Drop the trailing ``BRA self`` + ``NOP`` padding after the function's last instruction."""
+    out = list(instrs)
+    while out and (out[-1].family == "NOP"
+                   or (out[-1].family == "BRA" and out[-1].target is not None
+                       and labels.get(out[-1].target) == out[-1].addr)):
+        out.pop()
+    return out
+
+
+def analyse_sass(instrs: list[Instr], labels: Mapping[str, int]) -> dict:
+    """Histograms and main-loop counts of one function's SASS."""
+    body = strip_padding(instrs, labels)
+    out: dict = {"sass_total": _hist(body), "total_instructions": len(body)}
+    found = _main_loop(body, labels)
+    if found is None:
+        out.update(loop_found=False, sass_loop={}, loop_instructions=None, loop_ffma=None, loop_branches=None,
+                   sass_loop_path={}, loop_path_instructions=None,
+                   prologue_instructions=None, epilogue_instructions=None)
+        return out
+    blocks, h, loop_blocks = found
+    idx = sorted(k for b in loop_blocks for k in range(blocks[b].start, blocks[b].end))
+    inside = set(idx)
+    loop_instrs = [body[k] for k in idx]
+    head_addr = body[blocks[h].start].addr
+    outside = [i for k, i in enumerate(body) if k not in inside]
+    branches = sum(1 for i in loop_instrs if i.family == "BRA" and not _unconditional(i))
+    path = steady_path(body, blocks, h, loop_blocks)
+    path_instrs = [] if path is None else [i for b in path for i in body[blocks[b].start:blocks[b].end]]
+    out.update(
+        loop_found=True, sass_loop=_hist(loop_instrs), loop_instructions=len(loop_instrs),
+        loop_ffma=sum(1 for i in loop_instrs if i.family == "FFMA"),
+        loop_branches=max(0, branches - 1),   # minus the back edge itself
+        sass_loop_path=_hist(path_instrs), loop_path_instructions=len(path_instrs) if path else None,
+        loop_start=head_addr,
+        prologue_instructions=sum(1 for i in outside if i.addr < head_addr),
+        epilogue_instructions=sum(1 for i in outside if i.addr > head_addr),
+    )
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Facts
+# --------------------------------------------------------------------------------------------------
+
+
+def naive_unroll() -> int | None:
+    """The ``#pragma unroll N`` of the naive kernel's K loop, read from the source now; None when the
+    source leaves the unrolling to the compiler (no pragma)."""
+    src = (KERNEL_DIR / RUNGS[1].file).read_text()
+    code = "\n".join(line.split("//")[0] for line in src.splitlines())   # not in comments
+    m = re.search(r"#pragma\s+unroll\s+(\d+)", code)
+    return int(m.group(1)) if m else None
+
+
+def tile_ffma(cfg: KernelConfig) -> int:
+    """FFMAs one thread issues per K tile: BK*TM*TN (TM = TN = 1 for rung 02, TN = 1 for rung 03; 1 per k
+    step for the naive rung 01)."""
+    g = geometry(cfg)
+    return g.BK * g.TM * g.TN
+
+
+def expected_loop_ffma(cfg: KernelConfig) -> int | None:
+    """FFMAs expected in one main-loop iteration: one K tile (BK*TM*TN) for rungs 02-06; for the naive
+    rung 01 the source's ``#pragma unroll N`` factor, or None when the compiler chooses."""
+    if cfg.rung == 1:
+        return naive_unroll()
+    return tile_ffma(cfg)
+
+
+def _facts_one(cfg: KernelConfig, arch: str, mangled: str, funcs, usage, ptxas, seconds: float,
+               digest: str) -> dict:
+    if mangled not in funcs:
+        raise FactsError(f"{cfg.key}: {mangled} not in the disassembly")
+    instrs, labels = funcs[mangled]
+    u = usage.get(mangled, {})
+    px = ptxas.get(mangled, {})
+    sass = analyse_sass(instrs, labels)
+    exp = expected_loop_ffma(cfg)
+    tile = tile_ffma(cfg)
+    lf = sass["loop_ffma"]
+    static_smem = px.get("smem", 0)
+    d = {
+        "config_key": cfg.key, "arch": arch, "nvrtc_version": nvrtc_version(), "name": mangled,
+        "registers": u.get("REG", px.get("registers")),
+        "shared_static_bytes": static_smem,
+        "shared_reserved_bytes": (u["SHARED"] - static_smem) if "SHARED" in u else None,
+        # the per-thread local memory a launch needs (CUDA's localSizeBytes): the ABI stack frame, where
+        # ptxas puts spills and local arrays, plus any .local section (cuobjdump LOCAL, 0 here)
+        "local_bytes": u.get("STACK", px.get("stack", 0)) + u.get("LOCAL", 0),
+        "stack_bytes": u.get("STACK", px.get("stack", 0)),
+        "spill_stores": px.get("spill_stores"), "spill_loads": px.get("spill_loads"),
+        "barriers": px.get("barriers"),
+        "expected_loop_ffma": exp,
+        "loop_ffma_ok": (lf == exp) if (lf is not None and exp is not None) else None,
+        "loop_tiles": (lf // tile) if (lf and lf % tile == 0) else None,
+        "source_sha256": digest,
+        "compile_seconds": round(seconds, 3),
+    }
+    d.update(sass)
+    return d
+
+
+def _compile_chunk(file: str, keys: Sequence[str], arch: str) -> list[dict]:
+    """Worker: compile one program holding ``keys`` (configs of one rung) and return their facts.
+    A failing program is retried one config at a time; a config that still fails gets ``error``."""
+    cfgs = [_from_key(k) for k in keys]
+    try:
+        comp = compile_program(file, [c.name_expression for c in cfgs], arch)
+    except CompileFailed as exc:
+        if len(cfgs) == 1:
+            return [{"config_key": cfgs[0].key, "arch": arch, "nvrtc_version": nvrtc_version(),
+                     "error": exc.log[-4000:]}]
+        out = []
+        for c in cfgs:
+            out.extend(_compile_chunk(file, [c.key], arch))
+        return out
+    with tempfile.TemporaryDirectory(prefix="gemmscope_facts_") as td:
+        path = os.path.join(td, "prog.cubin")
+        with open(path, "wb") as f:
+            f.write(comp.cubin)
+        funcs = disassemble(path)
+        usage = parse_resource_usage(_run("cuobjdump", "--dump-resource-usage", path))
+    ptxas = parse_ptxas_log(comp.log)
+    per = comp.seconds / len(cfgs)
+    return [_facts_one(c, arch, comp.lowered[c.name_expression], funcs, usage, ptxas, per,
+                       comp.source_sha256) for c in cfgs]
+
+
+def _from_key(key: str) -> KernelConfig:
+    """Inverse of :attr:`KernelConfig.key` (``04:BM=128,BN=128,BK=8,TM=8,TN=8``)."""
+    r, _, rest = key.partition(":")
+    params = {}
+    for item in filter(None, rest.split(",")):
+        k, _, v = item.partition("=")
+        params[k.strip()] = int(v)
+    return KernelConfig.make(int(r), **params)
+
+
+def facts(cfg: KernelConfig, arch: str) -> dict:
+    """Compiler facts of one config for ``arch`` (compiled alone, as CuPy does)."""
+    if cfg.info.file is None:
+        raise ValueError(f"{cfg.label} has no kernel file")
+    return _compile_chunk(cfg.info.file, [cfg.key], arch)[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Config families
+# --------------------------------------------------------------------------------------------------
+
+
+def _h200():
+    from model.spec import load_gpu
+    return load_gpu("h200")
+
+
+def family_configs(name: str) -> list[KernelConfig]:
+    """``classic``, ``blocks`` (rung 01 BX, BY and rung 02 BM, BN, BK shapes), ``grid`` (rungs 04-06
+    register tiling) or ``all``; grid members are those the registry accepts on the H200."""
+    gpu = _h200()
+    if name == "classic":
+        return [c for c in classic_configs() if c.rung != 0]
+    if name == "blocks":
+        return list(grid_configs(1, gpu, **NAIVE_GRID)) + list(grid_configs(2, gpu, **SMEM_GRID))
+    if name == "grid":
+        return [c for r in (4, 5, 6) for c in grid_configs(r, gpu, **REGTILE_GRID)]
+    if name == "all":
+        seen: dict[str, KernelConfig] = {}
+        for fam in ("classic", "blocks", "grid"):
+            for c in family_configs(fam):
+                seen.setdefault(c.key, c)
+        return list(seen.values())
+    raise ValueError(f"unknown config family {name!r} (classic, blocks, grid, all)")
+
+
+def resolve_configs(items: Sequence[str]) -> list[KernelConfig]:
+    """Family names, config keys (``04:BM=...``) or ``KernelConfig.parse`` texts (``reg2d:BM=64``)."""
+    out: dict[str, KernelConfig] = {}
+    for it in items:
+        if it in ("classic", "blocks", "grid", "all"):
+            cfgs = family_configs(it)
+        elif re.match(r"^\d+:", it):
+            cfgs = [_from_key(it)]
+        else:
+            cfgs = [KernelConfig.parse(it)]
+        for c in cfgs:
+            if c.rung != 0:
+                out.setdefault(c.key, c)
+    return list(out.values())
+
+
+# --------------------------------------------------------------------------------------------------
+# Generation and the cache files
+# --------------------------------------------------------------------------------------------------
+
+
+def _chunks(cfgs: Sequence[KernelConfig], size: int) -> list[tuple[str, list[str]]]:
+    by_file: dict[str, list[str]] = {}
+    for c in cfgs:
+        by_file.setdefault(c.info.file, []).append(c.key)
+    out = []
+    for f, keys in by_file.items():
+        # interleave expensive (large TM*TN) and cheap configs across chunks for an even load
+        n = max(1, -(-len(keys) // size))
+        for i in range(n):
+            out.append((f, keys[i::n]))
+    # biggest register tiles first, so the long compiles do not end up last
+    out.sort(key=lambda fk: -max(_weight(k) for k in fk[1]))
+    return out
+
+
+def _weight(key: str) -> int:
+    p = _from_key(key).p
+    return p.get("TM", 1) * p.get("TN", 1) * p.get("BK", 1)
+
+
+def generate(cfgs: Sequence[KernelConfig], arch: str, jobs: int = 2, chunk: int = 16,
+             progress=None) -> dict[str, dict]:
+    """Facts of ``cfgs`` for ``arch``, compiled ``chunk`` configs per NVRTC program on ``jobs`` processes."""
+    work = _chunks(cfgs, chunk)
+    out: dict[str, dict] = {}
+    if jobs <= 1:
+        for f, keys in work:
+            for d in _compile_chunk(f, keys, arch):
+                out[d["config_key"]] = d
+            if progress:
+                progress(len(out), len(cfgs))
+        return out
+    with cf.ProcessPoolExecutor(jobs) as ex:
+        futs = [ex.submit(_compile_chunk, f, keys, arch) for f, keys in work]
+        for fut in cf.as_completed(futs):
+            for d in fut.result():
+                out[d["config_key"]] = d
+            if progress:
+                progress(len(out), len(cfgs))
+    return out
+
+
+def _sort_key(key: str):
+    r, _, rest = key.partition(":")
+    return (int(r), [int(v.split("=")[1]) for v in rest.split(",") if v])
+
+
+def dump_cache(path: Path, arch_facts: Mapping[str, Mapping[str, dict]], meta: Mapping) -> None:
+    """Write ``{"schema_version", "generator", "archs": {arch: {"nvrtc_version", "facts": {key: {...}}}}}``,
+    one config a line (small diffs)."""
+    lines = ["{", f'"schema_version": {SCHEMA_VERSION},', f'"generator": {json.dumps(dict(meta), sort_keys=True)},',
+             '"archs": {']
+    archs = sorted(arch_facts)
+    for ai, arch in enumerate(archs):
+        fs = arch_facts[arch]
+        nv = sorted({d.get("nvrtc_version") for d in fs.values()} - {None})
+        lines.append(f'"{arch}": {{"nvrtc_version": {json.dumps(nv[0] if len(nv) == 1 else nv)}, "facts": {{')
+        keys = sorted(fs, key=_sort_key)
+        for ki, k in enumerate(keys):
+            d = {kk: v for kk, v in fs[k].items() if kk != "compile_seconds"}
+            lines.append(f"{json.dumps(k)}: {json.dumps(d, sort_keys=True)}" + ("," if ki + 1 < len(keys) else ""))
+        lines.append("}}" + ("," if ai + 1 < len(archs) else ""))
+    lines += ["}", "}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    json.loads(tmp.read_text())  # must round-trip
+    tmp.replace(path)
+
+
+def read_cache(path: Path) -> dict[str, dict[str, dict]]:
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    return {a: dict(v.get("facts", {})) for a, v in data.get("archs", {}).items()}
+
+
+def write_facts(path: Path, new: Mapping[str, Mapping[str, dict]], merge: bool = True) -> None:
+    old = read_cache(path) if merge else {}
+    for arch, fs in new.items():
+        old.setdefault(arch, {}).update(fs)
+    meta = {"tool": "tools/compiler_facts.py", "options": list(nvrtc_options("sm_XX")),
+            "versions": tool_versions()}
+    dump_cache(path, old, meta)
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------------
+
+TABLE_COLS = ("FFMA", "LDS", "LDS.64", "LDS.128", "LDG", "LDG.128", "STS", "STS.128", "BAR", "IMAD", "IADD3")
+
+
+def table(rows: Iterable[dict]) -> str:
+    """Registers, spills and the steady-state loop iteration (``sass_loop_path``) per config; ``loopN`` is
+    the static size of the whole loop body, ``pathN`` that of the steady-state iteration."""
+    hdr = (f"{'config':42s} {'regs':>4s} {'local':>5s} {'spillS':>6s} {'spillL':>6s} {'loopN':>5s} {'pathN':>5s} "
+           + " ".join(f"{c:>7s}" for c in TABLE_COLS) + "  exp.FFMA")
+    out = [hdr]
+    for d in rows:
+        if "error" in d:
+            out.append(f"{d['config_key']:42s} COMPILE ERROR: {d['error'].strip().splitlines()[-1][:80]}")
+            continue
+        loop = d.get("sass_loop_path") or d.get("sass_loop") or {}
+        cells = " ".join(f"{loop.get(c, 0):7d}" for c in TABLE_COLS) if d.get("loop_found") else \
+            " ".join(f"{'-':>7s}" for _ in TABLE_COLS)
+        ok = d.get("loop_ffma_ok")
+        flag = ("" if ok or (ok is None and d.get("loop_found")) else
+                (f"  <-- FFMA MISMATCH ({d.get('loop_tiles')} tiles/iter)" if d.get("loop_found") else "  (no loop)"))
+        if ok is None and d.get("loop_found"):
+            flag = f"  (compiler unroll: {d.get('loop_tiles')} k/iter)"
+        if d.get("spill_stores") or d.get("local_bytes"):
+            flag += "  SPILLS"
+        out.append(f"{d['config_key']:42s} {d['registers']:4d} {d['local_bytes']:5d} {d['spill_stores']:6d} "
+                   f"{d['spill_loads']:6d} {d.get('loop_instructions') or 0:5d} {d.get('loop_path_instructions') or 0:5d} {cells}  {d['expected_loop_ffma'] or '-':>4}"
+                   + flag)
+    return "\n".join(out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m tools.compiler_facts",
+        description="Compile kernel configs with NVRTC (as CuPy does) and report registers, shared memory, "
+                    "spills and the SASS mix of the main loop. Needs requirements-facts.txt.")
+    ap.add_argument("--arch", action="append", help="target, e.g. sm_90 (repeatable; default sm_90)")
+    ap.add_argument("--configs", nargs="+", default=["classic"],
+                    help="classic | blocks | grid | all | config keys ('04:BM=64,...') | 'reg2d:BM=64,...'")
+    ap.add_argument("--out", type=Path, help="write (merge) the facts into this JSON file")
+    ap.add_argument("--ship", action="store_true",
+                    help=f"write (merge) each arch into the shipped cache {SHIP_DIR.relative_to(REPO)}/<arch>.json")
+    ap.add_argument("--replace", action="store_true", help="with --out/--ship: replace instead of merging")
+    ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--chunk", type=int, default=16, help="name expressions per NVRTC program")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no table")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    archs = args.arch or ["sm_90"]
+    cfgs = resolve_configs(args.configs)
+    print(f"NVRTC {nvrtc_version()} ({tool_versions().get('nvidia-cuda-nvrtc')}), options "
+          f"{' '.join(nvrtc_options('sm_XX'))}; {len(cfgs)} configs x {len(archs)} arch(s), "
+          f"jobs={args.jobs}, chunk={args.chunk}", file=sys.stderr)
+    results: dict[str, dict[str, dict]] = {}
+    bad = 0
+    for arch in archs:
+        t0 = time.perf_counter()
+
+        def progress(n, total, arch=arch, t0=t0):
+            if sys.stderr.isatty() or n == total or n % 100 < args.chunk:
+                print(f"  {arch}: {n}/{total} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+
+        res = generate(cfgs, arch, jobs=args.jobs, chunk=args.chunk, progress=progress)
+        results[arch] = res
+        el = time.perf_counter() - t0
+        errs = [d for d in res.values() if "error" in d]
+        mism = [d for d in res.values() if d.get("loop_found") and d.get("loop_ffma_ok") is False]
+        noloop = [d for d in res.values() if "error" not in d and not d.get("loop_found")]
+        spills = [d for d in res.values() if d.get("spill_stores") or d.get("local_bytes")]
+        print(f"{arch}: {len(res)} configs in {el:.1f} s; {len(errs)} compile errors, {len(spills)} with spills, "
+              f"{len(mism)} loop-FFMA mismatches, {len(noloop)} without a main loop", file=sys.stderr)
+        bad += len(errs)
+        if not args.quiet:
+            print(f"\n== {arch} (NVRTC {nvrtc_version()}) ==")
+            print(table(res[c.key] for c in cfgs if c.key in res))
+    if args.out:
+        write_facts(args.out, results, merge=not args.replace)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.ship:
+        for arch, res in results.items():
+            p = SHIP_DIR / f"{arch}.json"
+            write_facts(p, {arch: res}, merge=not args.replace)
+            print(f"wrote {p.relative_to(REPO)}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
