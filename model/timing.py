@@ -19,26 +19,32 @@ parameters of :class:`TimingParams`, see below):
 
 Per SM, one *round* is every resident block doing one K-tile iteration. With ``b`` resident blocks of
 ``W`` warps, ``I`` instructions per warp and iteration, ``S`` shared wavefronts and ``G`` L1 line
-wavefronts per block and iteration (all in SM cycles):
+wavefronts per block and iteration (all in SM cycles), one block-iteration needs
 
-* issue   ``w I / e(w)``        - each of the 4 schedulers issues one warp instruction a cycle for the
-  ``w = ceil(b W / 4)`` warps it holds, at efficiency ``e(w) = w / (w + w0)`` (few warps cannot hide
-  the dependent-instruction and shared-load latencies);
-* shared  ``b S / r``           - ``r`` wavefronts per cycle (measured shared bandwidth / 128 B / clock);
-* L1      ``b G``               - one 128-byte line per cycle in the L1 tag stage;
-* latency ``lambda L2_latency + (compute of one block alone)`` for single-stage kernels (the tile load
-  is exposed at every iteration between two barriers); ``max(lambda L2_latency, compute)`` for the
-  double-buffered one; none for the naive kernel (no barriers, 32+ warps).
+* **service** at the SM's pipelines, ``(issue^p + shared^p + L1^p)^(1/p)`` (the pipes overlap partly):
+  issue ``W I / (4 e(w))`` - each of the 4 schedulers issues one warp instruction a cycle, at efficiency
+  ``e(w) = w / (w + w0)`` with ``w = ceil(b W / 4)`` warps on the busiest scheduler (few warps cannot
+  hide dependent-instruction and shared-load latencies); shared ``S / r`` with ``r`` wavefronts per
+  cycle (measured shared bandwidth / 128 B / clock); L1 ``G``, one 128-byte line per cycle in the L1
+  tag stage (plus one per warp for each spill reload);
+* a **delay** in which it uses no SM resource: the exposed tile-load latency ``lambda x L2 latency`` for
+  the single-stage kernels (rung 05 pays it once per float4 load of a thread: each is stored to shared
+  memory inside its own guard branch, so they wait one after another), ``max(0, lambda L2 - own
+  compute)`` for the double-buffered one, none for the naive kernel (no barriers, 32+ warps); plus the
+  spill reloads' latency; plus, for blocks of fewer than 4 warps, the time their warps occupy fewer
+  than 4 schedulers (Seidmann's multi-server approximation).
 
-The three throughput limits overlap partly, ``(issue^p + shared^p + L1^p)^(1/p)``; a round takes at
-least the latency chain. An SM holding
+The ``b`` resident blocks share the SM like customers of a closed queueing network: mean value
+analysis (Reiser & Lavenberg) of ``b`` blocks, each alternating delay and service, gives the round
+time - ``delay + service`` for one block (latency exposed), tending to ``b x service`` when enough
+blocks hide it (Little's law; the latency-hiding argument of Volkov). An SM holding
 ``n = ceil(blocks / SMs)`` blocks runs ``n // B`` full rounds-of-blocks and one partial (the last,
 partly filled wave) of ``ceil(K / BK)`` iterations each. The kernel's time is the SM time, or the L2
 or DRAM traffic time if larger, plus the launch overhead.
 
 Spilled registers (``LDL`` in the SASS loop) are reloaded right before use: each adds the L1 latency,
 or the L2 latency when the resident warps' local memory does not fit beside their shared memory,
-divided by the number of reloads in flight together (``spill_overlap``), to one block's compute.
+divided by the number of reloads in flight together (``spill_overlap``).
 
 **Calibration.** ``w0``, ``p``, ``lambda`` and ``spill_overlap`` are dimensionless and calibrated by least squares on
 log-time over measured H200 rows (``model/data/calibration.json`` records on which rows); the error
@@ -224,26 +230,50 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
 # --------------------------------------------------------------------------------------------------
 
 
+def _mva_cycle(C, Z, n_blocks):
+    """Mean value analysis of a closed system: ``n_blocks`` blocks, each alternating between a delay of
+    ``Z`` cycles (waiting on memory: no SM resource used) and ``C`` cycles of service at the SM's
+    pipelines (a single queue). Returns the cycle time ``Z + R(n)``: the time in which every resident block
+    completes one iteration. With one block it is ``Z + C`` (latency exposed); with many it tends to
+    ``n C`` (throughput bound); in between it is exact for exponential service (Reiser & Lavenberg 1980)."""
+    C = np.asarray(C, dtype=np.float64)
+    Z = np.broadcast_to(np.asarray(Z, dtype=np.float64), C.shape)
+    B = np.broadcast_to(np.asarray(n_blocks), C.shape)
+    Q = np.zeros_like(C)
+    R = C.copy()
+    for n in range(1, int(B.max(initial=1)) + 1):
+        Rn = C * (1.0 + Q)
+        Xn = n / (Z + Rn)
+        on = n <= B
+        R = np.where(on, Rn, R)
+        Q = np.where(on, Xn * Rn, Q)
+    return Z + R
+
+
 def _round_cycles(b, prof_w, prof_i, prof_s, prof_g, serial, ldl, ldl_lat, lat_cycles, double_buffer, naive,
                   r: Rates, prm: TimingParams):
     """Cycles of one round (every resident block one iteration) with ``b`` resident blocks (arrays).
 
-    The SM's throughput limits overlap partly (p-norm); the latency chain of one block's iteration
-    (exposed tile-load latency and that block's own compute) is a floor under the round."""
-    # Warps live on one scheduler each: the busiest scheduler holds ceil(b W / 4) of them.
-    w_sched = np.ceil(b * prof_w / r.schedulers)
-    t_issue = w_sched * prof_i / (w_sched / (w_sched + prm.w0))
-    t_shared = b * prof_s / r.shared_wavefronts_per_cycle
-    t_l1 = b * (prof_g + prof_w * ldl)          # spill reloads: one 128-byte line per warp instruction
+    Service per block-iteration at the SM: its issue, shared-memory and L1 work (partly overlapping,
+    p-norm). Delay: the exposed tile-load latency (and spill reloads). The two combine by mean value
+    analysis over the ``b`` resident blocks (:func:`_mva_cycle`)."""
+    w_sched = np.ceil(b * prof_w / r.schedulers)              # warps on the busiest scheduler
+    eff = w_sched / (w_sched + prm.w0)
+    per_warp = prof_i / eff                                   # cycles one warp needs on its scheduler
+    t_issue = prof_w * per_warp / r.schedulers
+    t_shared = prof_s / r.shared_wavefronts_per_cycle
+    t_l1 = prof_g + prof_w * ldl                              # spill reloads: one line per warp instruction
     p = prm.p
-    t_tp = (t_issue ** p + t_shared ** p + t_l1 ** p) ** (1.0 / p)
-    w_one = np.ceil(prof_w / r.schedulers)
-    compute_one = w_one * prof_i / (w_one / (w_one + prm.w0))
-    compute_one = np.maximum(compute_one, prof_s / r.shared_wavefronts_per_cycle) + ldl * ldl_lat / prm.spill_overlap
+    service = (t_issue ** p + t_shared ** p + t_l1 ** p) ** (1.0 / p)
+    # A block of fewer than 4 warps uses fewer than 4 schedulers: Seidmann's multi-server approximation
+    # adds the rest of its warps' time as a delay.
+    multi = per_warp * np.maximum(0.0, 1.0 - prof_w / r.schedulers)
     load = prm.latency_scale * lat_cycles * serial
-    t_chain = np.where(naive, 0.0, np.where(double_buffer, np.maximum(load, compute_one), load + compute_one))
-    total = np.maximum(t_tp, t_chain)
-    return total, np.stack([t_issue, t_shared, t_l1, t_chain])
+    spills = ldl * ldl_lat / prm.spill_overlap
+    compute_alone = np.ceil(prof_w / r.schedulers) * per_warp
+    delay = np.where(naive, 0.0, np.where(double_buffer, np.maximum(0.0, load - compute_alone), load)) + spills + multi
+    total = _mva_cycle(service, delay, b)
+    return total, np.stack([b * t_issue, b * t_shared, b * t_l1, total - b * service])
 
 
 def evaluate(gpu, rung, BM, BN, BK, warps, instr, shared_wf, l1_lines, serial, local_loads, local_bytes, smem, bps,
