@@ -71,10 +71,19 @@ def cmd_occupancy(args) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
+def _predictor(name: str):
+    """The model behind ``predict``: the timing model (default) or the first roofline model."""
+    if name == "roofline":
+        from model.roofline import predict
+    else:
+        from model.timing import predict
+    return predict
+
+
 def cmd_predict(args) -> int:
     from model.registry import KernelConfig, classic_configs
     from model.report import prediction_table, prediction_text
-    from model.roofline import predict
+    predict = _predictor(args.model)
     gpu = _gpu(args.gpu)
     M, N, K = args.size
     if args.config:
@@ -162,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--size", nargs=3, type=int, default=DEFAULT_SIZE, metavar=("M", "N", "K"),
                     help="problem size (default 4096 4096 4096)")
     sp.add_argument("--regs", type=int, default=None, help="registers per thread (default: the compiler facts or an estimate)")
+    sp.add_argument("--model", choices=("timing", "roofline"), default="timing",
+                    help="timing: the full model (simulator counts, compiler facts, latency hiding, waves; "
+                         "default); roofline: the first model, min over FP32, DRAM and shared-memory roofs")
     sp.set_defaults(func=cmd_predict)
 
     sp = sub.add_parser("compare", help="model versus measured on shipped data (default: the H200 data set)",

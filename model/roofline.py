@@ -44,6 +44,8 @@ class Roof:
 
     def describe(self) -> str:
         from .units import fmt_bytes, fmt_rate, fmt_time
+        if self.work_unit == "s":          # a time-only limit (the timing model's per-pipe parts)
+            return f"{self.name}: {fmt_time(self.time_s)}  [{self.formula}]"
         w = f"{self.work / 1e9:.3g} GFLOP" if self.work_unit == "FLOP" else fmt_bytes(self.work)
         return f"{self.name}: {w} at {fmt_rate(self.rate, self.work_unit)} = {fmt_time(self.time_s)}  [{self.formula}]"
 

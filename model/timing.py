@@ -385,15 +385,19 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         "shared": f"b x {prof.shared_wavefronts:.0f} wavefronts per block-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
         "l1": f"b x {prof.l1_lines:.0f} global-load lines per block-iteration / 1 per cycle",
-        "latency": f"{prm.latency_scale:.2f} x {rt.l2_latency_cycles:.0f}-cycle L2 latency "
-                   + ("overlapped with" if cfg.rung == 6 else "plus") + " one block's compute, per iteration"
-                   + (" (none: naive)" if cfg.rung == 1 else ""),
+        "latency": ("none: the naive kernel has no barriers and 32+ warps" if cfg.rung == 1 else
+                    f"exposed {prm.latency_scale:.2f} x {rt.l2_latency_cycles:.0f}-cycle tile-load latency"
+                    + (f" x {prof.serial_loads:.0f} serial float4 loads" if cfg.rung == 5 else "")
+                    + (" beyond the block's own compute" if cfg.rung == 6 else "")
+                    + (f", {prof.local_loads:.0f} spill reloads" if prof.local_loads else "")
+                    + f", with {occ.blocks_per_sm} resident block(s) to hide it (mean value analysis)"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB of tile loads / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
         "dram": f"{r['dram_bytes'] / 1e9:.3g} GB / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
     roofs = tuple(Roof(name, float(lim[i]), 0.0, "s", 1.0, formulas[name]) for i, name in enumerate(LIMITS))
     notes = list(rt.notes)
-    notes.append(f"round = max((issue^p + shared^p + l1^p)^(1/p), latency chain), p = {prm.p:.2f}; "
+    notes.append(f"per round: service = (issue^p + shared^p + l1^p)^(1/p), p = {prm.p:.2f}, and the delay combine by "
+                 f"mean value analysis over the resident blocks; 'latency' is the time beyond b x service; "
                  f"parameters: {prm.calibrated_on}")
     if prof.source != "sass":
         notes.append("no compiler facts for this config: instructions per iteration estimated by the simulator")
