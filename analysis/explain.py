@@ -1,17 +1,597 @@
-"""``analyze.py explain --config NAME[:KEY=VAL,...] [--size M N K] [--gpu KEY] [--json]``: one config's
-prediction with the binding roof, every roof, occupancy and notes. (Minimal for now: the ncu counters
-beside the model's counts come later.)"""
+"""``analyze.py explain --config NAME[:KEY=VAL,...] [--size M N K] [--gpu KEY] [--json]``: one config at one
+size, level by level - the seed's "how to read ncu", automated for every rung.
+
+For one config and problem size it prints
+
+* the **per-level counts** of one launch from the warp-level access simulator
+  (:func:`model.simulate.simulate` with ``plan="sass"``, i.e. the shared-load widths of the compiled
+  code): global load / store requests, 32-byte sectors and 128-byte lines, shared-memory instructions,
+  wavefronts and bank conflicts, FFMAs, barriers; the **executed instructions** estimated from the
+  compiler facts (:mod:`model.facts`: SASS instructions of one steady-state loop iteration x iterations x
+  warps, plus each warp's prologue and epilogue); the **bytes at L2 and DRAM** the timing model counts;
+* the **timing model's limits** (:func:`model.timing.predict`: issue, shared, l1, latency, l2, dram), each
+  with its formula, the one that binds and *why*, in sentences generated from the numbers;
+* **occupancy** (blocks per SM, the limiter, registers per thread and where that figure came from) and
+  **waves**;
+* where ``experiments/results/<gpu>/ncu.jsonl`` has a row for this config and size, **predicted and
+  measured counters side by side** with their ratio, and the measured time of the measurement rows
+  (``*.jsonl`` of the same folder) for the same config and size;
+* a short **how to read this** paragraph naming the ncu metric behind each line.
+
+``--json`` prints the same content as one dict (:func:`explain`). Everything here reads the model; nothing
+in ``model/`` is changed or re-implemented except the few per-round figures of the "why" sentences, which are
+obtained by evaluating the timing model itself on a one-round problem (see :func:`_per_round`).
+"""
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["explain", "format_text", "main", "find_ncu_row", "find_measurement", "HOW_TO_READ"]
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "experiments" / "results"
+
+
+# --------------------------------------------------------------------------------------------------
+# Data look-ups
+# --------------------------------------------------------------------------------------------------
+
+
+def find_ncu_row(results_dir: Path, cfg, M: int, N: int, K: int) -> dict | None:
+    """The latest ``gemmscope.ncu`` row with status ok for ``cfg`` at M x N x K in ``results_dir/ncu.jsonl``."""
+    path = Path(results_dir) / "ncu.jsonl"
+    if not path.is_file():
+        return None
+    best = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if d.get("schema") != "gemmscope.ncu" or d.get("status", "ok") != "ok":
+            continue
+        if d.get("config_key") == cfg.key and (d.get("M"), d.get("N"), d.get("K")) == (M, N, K):
+            if best is None or str(d.get("date", "")) >= str(best.get("date", "")):
+                best = d
+    return best
+
+
+def find_measurement(results_dir: Path, cfg, M: int, N: int, K: int):
+    """The latest measurement row (:class:`analysis.data.Measurement`) of ``cfg`` at M x N x K with status
+    ok in the ``*.jsonl`` files of ``results_dir`` (None when there is none)."""
+    from .data import latest, load
+    if not Path(results_dir).is_dir():
+        return None
+    rows = [r for r in latest(load([results_dir])) if r.key == cfg.key and r.size == (M, N, K) and r.ok]
+    return rows[-1] if rows else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Model pieces
+# --------------------------------------------------------------------------------------------------
+
+
+def _evaluate_one(gpu, cfg, M: int, N: int, K: int, prm, registers=None) -> dict:
+    """model.timing.evaluate for one (config, size): the raw dict (scalars)."""
+    from model.timing import _arrays_for, evaluate
+    arrs, _ = _arrays_for(gpu, [cfg], None if registers is None else [registers])
+    out = evaluate(gpu, *arrs, np.array([M]), np.array([N]), np.array([K]), prm=prm)
+    return {k: (np.asarray(v)[..., 0] if np.ndim(v) >= 1 else v) for k, v in out.items()}
+
+
+def _per_round(gpu, cfg, b: int, prm, registers=None) -> dict:
+    """Cycles of ONE round (every one of ``b`` resident blocks doing one K tile) and of its parts, read off
+    the timing model itself: evaluate a problem of exactly ``SMs x b`` blocks and one K tile (one k step for
+    the naive kernel), so that every SM runs one full round of ``b`` blocks."""
+    from model.registry import geometry
+    from model.timing import rates
+    g = geometry(cfg)
+    sms = rates(gpu).sms
+    M, N, K = g.BM * sms * b, g.BN, (1 if cfg.rung == 1 else g.BK)
+    r = _evaluate_one(gpu, cfg, M, N, K, prm, registers)
+    clock = rates(gpu).clock_hz
+    lim = np.asarray(r["limits"], dtype=float) * clock
+    return {"issue": float(lim[0]), "shared": float(lim[1]), "l1": float(lim[2]), "latency": float(lim[3]),
+            "round": float(r["sm_cycles"])}
+
+
+def _resident(ev, gpu) -> int:
+    """Resident blocks in the rounds that make up most of the busiest SM's time: the blocks per SM when
+    it runs at least one full round, else the fewer blocks of its only (partial) round."""
+    from model.timing import rates
+    b = max(int(ev["blocks_per_sm"]), 1)
+    per_sm = -(-int(ev["blocks"]) // rates(gpu).sms)
+    return b if per_sm >= b else per_sm
+
+
+def _instruction_estimate(sim, facts) -> dict:
+    """Executed warp instructions (what ``smsp__inst_executed.sum`` counts) from the compiler facts: the SASS
+    instructions of one steady-state loop iteration x loop iterations x warps, plus every warp's prologue
+    and epilogue; the simulator's rough mix when there are no facts."""
+    warps = sim.blocks * sim.warps_per_block
+    if facts is not None and facts.loop_found and facts.loop_ffma and facts.loop_path_instructions:
+        iters_total = sim.ffma_warp / facts.loop_ffma          # loop iterations summed over warps
+        per_warp_iters = iters_total / max(warps, 1)
+        loop = facts.loop_path_instructions * iters_total
+        pro = facts.prologue_instructions or 0
+        epi = facts.epilogue_instructions or 0
+        total = loop + warps * (pro + epi)
+        formula = (f"{facts.loop_path_instructions:,} per loop iteration x {per_warp_iters:,.6g} iterations x "
+                   f"{warps:,} warps + {warps:,} warps x ({pro:,} prologue + {epi:,} epilogue)")
+        if facts.loop_tiles and facts.loop_tiles > 1:
+            formula += f"; one loop iteration covers {facts.loop_tiles} {'k steps' if sim.config_key.startswith('01:') else 'K tiles'}"
+        if not (facts.prologue_instructions or facts.epilogue_instructions):
+            formula += " (no prologue/epilogue counts in the facts)"
+        return {"value": float(total), "loop": float(loop), "prologue_epilogue": float(warps * (pro + epi)),
+                "formula": formula, "source": f"compiler facts (NVRTC {facts.nvrtc_version}, {facts.arch})"}
+    total = (sim.ffma_warp + sim.lds_instructions + sim.sts_instructions + sim.ldg_instructions
+             + sim.stg_instructions + sim.bar_warp + sim.int_warp_est)
+    return {"value": float(total), "loop": float(total), "prologue_epilogue": 0.0,
+            "formula": "FFMA + LDS + STS + LDG + STG + BAR + estimated integer/control instructions (simulator)",
+            "source": "simulator estimate (no compiler facts for this config)"}
+
+
+def _register_source(cfg, gpu, prof, facts, measured, ncu_row) -> dict:
+    from model.registry import geometry, min_registers
+    if facts is not None:
+        src = (f"compiler facts: NVRTC {facts.nvrtc_version} for {facts.arch} "
+               f"(model/data/compiler_facts/{facts.arch}.json)")
+    else:
+        src = (f"estimate TM*TN + TM + TN + 8 = {min_registers(geometry(cfg))} (no compiler facts for "
+               f"{cfg.key} on {gpu.arch})")
+    out = {"registers": prof.registers, "source": src,
+           "spills": bool(facts.spills) if facts is not None else None,
+           "local_bytes": prof.local_bytes,
+           "measured_num_regs": None if measured is None else measured.num_regs,
+           "ncu_registers": None}
+    if ncu_row is not None:
+        v = (ncu_row.get("metrics") or {}).get("launch__registers_per_thread")
+        out["ncu_registers"] = None if v is None else int(v)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The explanation as a dict
+# --------------------------------------------------------------------------------------------------
+
+def _fmt_cycles(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
+    """Plain sentences generated from the numbers: what binds and why (with how one round of the resident
+    blocks splits into the SM pipes' work and exposed latency), then how the blocks spread over the SMs.
+
+    ``rnd`` are the model's own per-round cycles (:func:`_per_round`): ``issue``, ``shared``, ``l1`` (b x
+    each block's work), ``latency`` (the round's time beyond b x service: exposed latency) and ``round``."""
+    from model.registry import geometry
+    from model.units import fmt_bytes, fmt_rate, fmt_time
+    g = geometry(cfg)
+    naive = cfg.rung == 1
+    step = "k step" if naive else "K tile"
+    b_fit = int(ev["blocks_per_sm"])
+    b = _resident(ev, gpu)            # blocks of the round that dominates (fewer when they do not fill an SM)
+    W = prof.warps
+    bw = f"{b} block{'s' if b != 1 else ''} of {W} warp{'s' if W != 1 else ''} per SM"
+    if b < b_fit:
+        bw += f" (of the {b_fit} that fit)"
+    lim_name = {"threads": "thread", "blocks": "resident-block", "registers": "register",
+                "shared_memory": "shared-memory"}.get(occ.limiter, occ.limiter)
+    who = f"{bw} ({prof.registers} registers/thread; the {lim_name} limit)"
+    p = prm.p
+    exposed = rnd["latency"]
+    service = rnd["round"] - exposed                      # b x (issue^p + shared^p + l1^p)^(1/p)
+    load = prm.latency_scale * rt.l2_latency_cycles * prof.serial_loads
+    ser = f"{prof.serial_loads:g} serial loads x " if prof.serial_loads > 1 else ""
+    load_txt = (f"{_fmt_cycles(load)}-cycle tile load ({ser}{prm.latency_scale:.2f} x the "
+                f"{rt.l2_latency_cycles:.0f}-cycle L2 latency)")
+    pipes = (f"issue {_fmt_cycles(rnd['issue'])}, shared {_fmt_cycles(rnd['shared'])} and L1 "
+             f"{_fmt_cycles(rnd['l1'])} cycles, overlapping partly with p = {p:.2f}")
+    head = f"one round (every resident block one {step}) takes {_fmt_cycles(rnd['round'])} cycles"
+    if naive:
+        split = (f"{head} of SM pipe work ({pipes}); no latency is exposed (no barriers, {b * W} warps per SM)")
+    elif exposed <= 0.005 * rnd["round"]:
+        hider = ("double buffering hides the " if cfg.rung == 6 else f"the {b * W} resident warps hide the ")
+        split = f"{head}, all of it SM pipe work ({pipes}): {hider}{load_txt}"
+    else:
+        if cfg.rung == 6:
+            why_exp = (f"the part of the {load_txt} that the block's own compute does not cover (double buffering)"
+                       + ("" if b == 1 else f", with {b - 1} other block{'s' if b > 2 else ''} to overlap it"))
+        elif b == 1:
+            why_exp = f"no other block can hide the {load_txt}"
+        else:
+            why_exp = f"{b - 1} other block{'s' if b > 2 else ''} cannot fully hide the {load_txt}"
+        split = (f"{head}: {_fmt_cycles(service)} cycles of SM pipe work ({pipes}) plus {_fmt_cycles(exposed)} "
+                 f"cycles of exposed latency: {why_exp}")
+    bound = pred.bound
+    s: list[str] = []
+    if bound == "latency":
+        s.append(f"Bound by the latency chain: {who}; {split}.")
+    elif bound == "issue":
+        w = math.ceil(b * W / rt.schedulers)
+        e = w / (w + prm.w0)
+        s.append(f"Bound by instruction issue: {who} put {w} warp{'s' if w != 1 else ''} on each of the "
+                 f"{rt.schedulers} schedulers, each warp issuing {prof.instructions_per_warp:,.4g} instructions per "
+                 f"{step} (from the {'SASS' if prof.source == 'sass' else 'simulator estimate'}) at efficiency "
+                 f"e(w) = w/(w + {prm.w0:.2f}) = {e:.2f}: {_fmt_cycles(rnd['issue'])} issue cycles; {split}.")
+    elif bound == "shared":
+        bi = sim.per_block_iteration
+        conf = bi.lds_bank_conflicts + bi.sts_bank_conflicts
+        s.append(f"Bound by shared-memory bandwidth: {who}, each block moving {prof.shared_wavefronts:,.0f} "
+                 f"wavefronts per {step} ({conf:,} of them bank conflicts) at {rt.shared_wavefronts_per_cycle:.3f} "
+                 f"wavefronts per cycle: {_fmt_cycles(rnd['shared'])} shared cycles; {split}.")
+    elif bound == "l1":
+        req = max(sim.per_block_iteration.gld_requests, 1)
+        per_req = prof.l1_lines / req
+        extra = ""
+        if naive and not cfg.p["COALESCED"]:
+            extra = ("; uncoalesced: the 32 threads of a warp read 32 different rows of A, so each warp load of A "
+                     "touches 32 lines and each of B one")
+        s.append(f"Bound by the L1 tag stage (one 128-byte line per cycle): {who}, each block touching "
+                 f"{prof.l1_lines:,.0f} lines per {step} ({per_req:.3g} per warp load request{extra}): "
+                 f"{_fmt_cycles(rnd['l1'])} L1 cycles; {split}.")
+    elif bound == "l2":
+        gm, gn = -(-pred.M // g.BM), -(-pred.N // g.BN)
+        s.append(f"Bound by L2 bandwidth: {fmt_bytes(float(ev['l2_bytes']))} of tile loads (A read "
+                 f"ceil(N/BN) = {gn} times, B read ceil(M/BM) = {gm} times, C written once) at "
+                 f"{fmt_rate(rt.l2_bytes_per_s, 'B')} take {fmt_time(float(ev['t_l2']))}, longer than the SMs' "
+                 f"{fmt_time(float(ev['t_sm']))}.")
+    elif bound == "dram":
+        s.append(f"Bound by DRAM bandwidth: {fmt_bytes(float(ev['dram_bytes']))} (A, B and C once, plus the "
+                 f"re-reads that miss the {rt.l2_bytes / 2**20:.0f} MiB L2) at {fmt_rate(rt.dram_bytes_per_s, 'B')} "
+                 f"take {fmt_time(float(ev['t_dram']))}, longer than the SMs' {fmt_time(float(ev['t_sm']))}.")
+    else:   # a limit this explainer does not know yet (the model grew one): say what the numbers are
+        s.append(f"Bound by {bound}: {who}; {split}.")
+    # Waves
+    sms = rt.sms
+    blocks = int(ev["blocks"])
+    per_sm = -(-blocks // sms)
+    full, rem = divmod(per_sm, max(b_fit, 1))
+    nk = (pred.K if naive else -(-pred.K // g.BK))
+    waves = int(ev["waves"])
+    last = blocks - (waves - 1) * sms * max(b_fit, 1)
+    slots = sms * max(b_fit, 1)
+    if waves == 1:
+        wave_txt = f"1 wave ({blocks:,} of {slots:,} block slots filled)"
+    elif last < slots:
+        wave_txt = f"{waves} waves, the last one partial ({last:,} of {slots:,} block slots)"
+    else:
+        wave_txt = f"{waves} full waves"
+    partial = f" + 1 partial round of {rem} block{'s' if rem != 1 else ''}" if rem else ""
+    s.append(f"{blocks:,} blocks on {sms} SMs at {b_fit}/SM make {wave_txt}: the "
+             f"busiest SM runs ceil({blocks:,}/{sms}) = {per_sm} block{'s' if per_sm != 1 else ''} as {full} full "
+             f"round{'s' if full != 1 else ''}{partial} of {nk:,} {step}s each: {fmt_time(float(ev['t_sm']))} of "
+             f"SM time, plus {fmt_time(rt.launch_overhead_s)} launch overhead = {fmt_time(pred.time_s)}.")
+    return s
+
+
+def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -> dict:
+    """Everything ``analyze.py explain`` shows, as a dict (SI units; counts are per launch)."""
+    from model.facts import facts_for
+    from model.registry import geometry, validate, validate_size
+    from model.simulate import NCU_METRICS, simulate
+    from model.timing import LIMITS, load_loro_params, load_params, predict, profile, rates
+
+    M, N, K = validate_size(M, N, K)
+    prm = load_params()
+    pred = predict(gpu, cfg, M, N, K, prm=prm)          # validates the config (ConfigError for rung 00)
+    validate(cfg, gpu)
+    rt = rates(gpu)
+    ev = _evaluate_one(gpu, cfg, M, N, K, prm)
+    prof = profile(cfg, gpu.arch)
+    facts = facts_for(cfg, gpu.arch)
+    sim = simulate(cfg, M, N, K, plan="sass")
+    g = geometry(cfg)
+    results_dir = Path(results_dir) if results_dir is not None else RESULTS / gpu.key
+    ncu_row = find_ncu_row(results_dir, cfg, M, N, K)
+    meas = find_measurement(results_dir, cfg, M, N, K)
+    b = int(ev["blocks_per_sm"])
+    rnd = _per_round(gpu, cfg, _resident(ev, gpu), prm)
+    occ = pred.occupancy
+    loro = load_loro_params().get(cfg.rung)
+    t_cv = float(predict(gpu, cfg, M, N, K, prm=loro).time_s) if loro is not None else None
+    instr = _instruction_estimate(sim, facts)
+    bi = sim.per_block_iteration
+    lines_ld = bi.gld_lines * sim.blocks * sim.k_iterations
+    naive = cfg.rung == 1
+    gm, gn = -(-M // g.BM), -(-N // g.BN)
+
+    counts = {
+        "plan": None if sim.plan is None else sim.plan.origin,
+        "blocks": sim.blocks, "warps_per_block": sim.warps_per_block, "k_iterations": sim.k_iterations,
+        "global_load": {"requests": sim.gld_requests, "sectors": sim.gld_sectors, "lines": lines_ld,
+                        "lines_note": "interior block x blocks x K tiles (exact when the tiles divide the size)"},
+        "global_store": {"requests": sim.gst_requests, "sectors": sim.gst_sectors,
+                         "lines_min": -(-sim.gst_sectors // 4),
+                         "lines_note": "at least sectors / 4 (the simulator counts store sectors, not lines)"},
+        "shared_load": {"instructions": sim.lds_instructions, "wavefronts": sim.lds_wavefronts,
+                        "bank_conflicts": sim.lds_bank_conflicts},
+        "shared_store": {"instructions": sim.sts_instructions, "wavefronts": sim.sts_wavefronts,
+                         "bank_conflicts": sim.sts_bank_conflicts},
+        "ffma": {"thread": sim.ffma_thread, "warp": sim.ffma_warp},
+        "barriers_warp": sim.bar_warp,
+        "executed_instructions": instr,
+        "l2_bytes": float(ev["l2_bytes"]),
+        "l2_bytes_formula": (f"4 B x (M K x ceil(N/BN) + K N x ceil(M/BM) + M N) = A read {gn} times, B read {gm} "
+                             "times, C written once"),
+        "dram_bytes": float(ev["dram_bytes"]),
+        "dram_bytes_formula": "A, B, C once + the L2 re-reads that miss (1 - L2 size / (A + B bytes), clipped to 0..1)",
+    }
+    per_block_iteration = {
+        "warps": prof.warps, "instructions_per_warp": prof.instructions_per_warp,
+        "instructions_source": prof.source, "shared_wavefronts": prof.shared_wavefronts,
+        "l1_lines": prof.l1_lines, "serial_loads": prof.serial_loads, "local_loads": prof.local_loads,
+        "gld_requests": bi.gld_requests, "ffma_warp": bi.ffma_warp, "unit": "k step" if naive else "K tile",
+    }
+    limits = [{"name": r.name, "time_s": r.time_s, "formula": r.formula, "binds": r.name == pred.bound}
+              for r in pred.roofs]
+    per_sm = -(-sim.blocks // rt.sms)
+    waves = {"blocks": int(ev["blocks"]), "sms": rt.sms, "blocks_per_sm": b, "waves": int(ev["waves"]),
+             "busiest_sm_blocks": per_sm, "full_rounds": per_sm // max(b, 1), "partial_round_blocks": per_sm % max(b, 1),
+             "iterations_per_round": K if naive else -(-K // g.BK)}
+    occupancy = {"blocks_per_sm": occ.blocks_per_sm, "limiter": occ.limiter, "limits": dict(occ.limits),
+                 "threads_per_block": occ.threads_per_block, "warps_per_block": occ.warps_per_block,
+                 "active_warps": occ.active_warps, "fraction": occ.fraction,
+                 "smem_bytes_per_block": occ.smem_bytes_per_block,
+                 "registers": _register_source(cfg, gpu, prof, facts, meas, ncu_row)}
+    out: dict[str, Any] = {
+        "gpu": {"key": gpu.key, "name": gpu.name, "arch": gpu.arch, "sms": rt.sms, "clock_hz": rt.clock_hz},
+        "config": {"key": cfg.key, "label": cfg.label, **cfg.to_json()},
+        "M": M, "N": N, "K": K, "flops": pred.flops,
+        "prediction": {"time_s": pred.time_s, "flop_per_s": pred.flop_per_s, "bound": pred.bound,
+                       "t_sm_s": float(ev["t_sm"]), "t_l2_s": float(ev["t_l2"]), "t_dram_s": float(ev["t_dram"]),
+                       "launch_overhead_s": rt.launch_overhead_s,
+                       "cross_validated_time_s": t_cv,
+                       "parameters": prm.to_json(),
+                       "cross_validated_parameters": None if loro is None else loro.to_json()},
+        "why": _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim),
+        "per_round_cycles": rnd,
+        "limits": limits,
+        "counts": counts,
+        "per_block_iteration": per_block_iteration,
+        "occupancy": occupancy,
+        "waves": waves,
+        "notes": list(pred.notes),
+        "measured": None,
+        "ncu": None,
+        "how_to_read": HOW_TO_READ,
+    }
+    if meas is not None:
+        out["measured"] = {"time_s": meas.median_s, "flop_per_s": meas.flop_per_s, "source": meas.source,
+                           "sweep": meas.sweep, "num_regs": meas.num_regs,
+                           "predicted_over_measured": pred.time_s / meas.median_s if meas.median_s else None}
+    if ncu_row is not None:
+        out["ncu"] = _ncu_side_by_side(ncu_row, sim, instr, ev, pred, occ, prof, results_dir, NCU_METRICS)
+    out["limit_names"] = list(LIMITS)
+    return out
+
+
+def _ncu_side_by_side(row, sim, instr, ev, pred, occ, prof, results_dir, NCU) -> dict:
+    m = row.get("metrics") or {}
+
+    def get(name):
+        v = m.get(name)
+        return None if v is None else float(v)
+
+    def line(quantity, metric, predicted, measured, note=""):
+        ratio = None if measured in (None, 0) or predicted is None else predicted / measured
+        return {"quantity": quantity, "metric": metric, "predicted": predicted, "measured": measured,
+                "ratio": ratio, "note": note}
+
+    dram_r, dram_w = get("dram__bytes_read.sum"), get("dram__bytes_write.sum")
+    dram = None if dram_r is None or dram_w is None else dram_r + dram_w
+    dur = get("gpu__time_duration.sum")
+    occ_m = get("sm__warps_active.avg.pct_of_peak_sustained_active")
+    rows = [
+        line("global load requests", NCU["gld_requests"], sim.gld_requests, get(NCU["gld_requests"])),
+        line("global load sectors", NCU["gld_sectors"], sim.gld_sectors, get(NCU["gld_sectors"])),
+        line("global store requests", NCU["gst_requests"], sim.gst_requests, get(NCU["gst_requests"])),
+        line("global store sectors", NCU["gst_sectors"], sim.gst_sectors, get(NCU["gst_sectors"])),
+        line("shared load instructions", NCU["lds_instructions"], sim.lds_instructions, get(NCU["lds_instructions"])),
+        line("shared store instructions", NCU["sts_instructions"], sim.sts_instructions, get(NCU["sts_instructions"])),
+        line("shared load wavefronts", NCU["lds_wavefronts"], sim.lds_wavefronts, get(NCU["lds_wavefronts"])),
+        line("shared load bank conflicts", NCU["lds_bank_conflicts"], sim.lds_bank_conflicts,
+             get(NCU["lds_bank_conflicts"])),
+        line("shared store wavefronts", NCU["sts_wavefronts"], sim.sts_wavefronts, get(NCU["sts_wavefronts"])),
+        line("shared store bank conflicts", NCU["sts_bank_conflicts"], sim.sts_bank_conflicts,
+             get(NCU["sts_bank_conflicts"])),
+        line("FFMA (thread-level)", NCU["ffma_thread"], sim.ffma_thread, get(NCU["ffma_thread"])),
+        line("executed instructions", "smsp__inst_executed.sum", instr["value"], get("smsp__inst_executed.sum"),
+             "compiler-facts estimate"),
+        line("L2 bytes", "lts__t_bytes.sum", float(ev["l2_bytes"]), get("lts__t_bytes.sum"),
+             "model: tile loads + C; ncu: every L2 access"),
+        line("DRAM bytes", "dram__bytes_read.sum + dram__bytes_write.sum", float(ev["dram_bytes"]), dram),
+        line("duration (s)", "gpu__time_duration.sum", pred.time_s, None if dur is None else dur * 1e-9,
+             "ns in the row, seconds here"),
+        line("occupancy (warps / max)", "sm__warps_active.avg.pct_of_peak_sustained_active", occ.fraction,
+             None if occ_m is None else occ_m / 100.0, "model: theoretical; ncu: achieved"),
+        line("registers / thread", "launch__registers_per_thread", float(prof.registers),
+             get("launch__registers_per_thread")),
+    ]
+    clk = get("sm__cycles_elapsed.avg.per_second")
+    return {"source": str((Path(results_dir) / "ncu.jsonl").relative_to(ROOT)
+                          if Path(results_dir).is_relative_to(ROOT) else Path(results_dir) / "ncu.jsonl"),
+            "ncu_version": row.get("ncu_version"), "date": row.get("date"), "kernel_name": row.get("kernel_name"),
+            "sm_clock_hz": clk, "rows": rows}
+
+
+# --------------------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------------------
+
+HOW_TO_READ = (
+    "How to read this (the seed's \"how to read ncu\", per line): global load/store requests and sectors are "
+    "ncu's l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum and l1tex__t_sectors_pipe_lsu_mem_global_op_"
+    "{ld,st}.sum (sectors / requests = 4 for a fully coalesced 128-byte warp access, 32 when every thread hits "
+    "its own sector); 128-B lines are the L1 tag-stage wavefronts the l1 limit counts (no single ncu metric; "
+    "ncu's source view shows them as L1 wavefronts of global loads). Shared instructions are "
+    "smsp__sass_inst_executed_op_shared_{ld,st}.sum, wavefronts l1tex__data_pipe_lsu_wavefronts_mem_shared_op_"
+    "{ld,st}.sum and bank conflicts l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum (ncu counts "
+    "a few more wavefronts AND as many more conflicts in whole kernels: compare wavefronts - conflicts); FFMA is "
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum (thread-level, = M N K); executed instructions "
+    "smsp__inst_executed.sum (warp-level); L2 bytes lts__t_bytes.sum; DRAM bytes dram__bytes_read.sum + "
+    "dram__bytes_write.sum; the predicted time gpu__time_duration.sum; occupancy "
+    "sm__warps_active.avg.pct_of_peak_sustained_active (achieved, against the model's theoretical); registers "
+    "launch__registers_per_thread. Ratios are predicted / measured. The limits are times of the whole launch on "
+    "the busiest SM: issue ~ smsp__inst_executed over the schedulers, shared ~ the shared wavefronts, l1 ~ the "
+    "global-load lines, latency = the exposed tile-load latency plus one block's compute per K tile (ncu: "
+    "stall_long_scoreboard / stall_barrier in the warp-state statistics), l2 ~ lts__t_bytes, dram ~ "
+    "dram__bytes; the largest one binds.")
+
+
+def _n(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return f"{int(x):,}"
+
+
+def _wrap(text: str, indent: str = "  ", width: int = 110) -> list[str]:
+    import textwrap
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent)
+
+
+def _ratio(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def format_text(d: Mapping) -> str:
+    from model.units import fmt_bytes, fmt_rate, fmt_time
+    p = d["prediction"]
+    L = [f"{d['config']['label']} ({d['config']['key']}) at M={d['M']} N={d['N']} K={d['K']} on {d['gpu']['name']} "
+         f"[{d['gpu']['key']}]"]
+    head = f"  predicted {fmt_time(p['time_s'])} ({fmt_rate(p['flop_per_s'])}), bound: {p['bound']}"
+    if p["cross_validated_time_s"] is not None:
+        head += f"; with rung {d['config']['rung']:02d} left out of the calibration: {fmt_time(p['cross_validated_time_s'])}"
+    L.append(head)
+    m = d["measured"]
+    if m is not None:
+        L.append(f"  measured  {fmt_time(m['time_s'])} ({fmt_rate(m['flop_per_s'])}), median of the "
+                 f"{m['sweep'] or 'measurement'} row {Path(m['source']).name}: predicted / measured = "
+                 f"{_ratio(m['predicted_over_measured'])}")
+    else:
+        L.append("  measured  - (no measurement row for this config and size)")
+    L += ["", "Why"]
+    for s in d["why"]:
+        L += _wrap(s)
+    # counts
+    c = d["counts"]
+    L += ["", f"Counts per launch (warp-level simulator, shared-load widths: {c['plan'] or '-'}; "
+              f"{c['blocks']:,} blocks x {c['warps_per_block']} warps, {c['k_iterations']:,} "
+              f"{'k steps' if d['config']['rung'] == 1 else 'K tiles'})"]
+    gl, gs = c["global_load"], c["global_store"]
+    L.append(f"  {'':24s} {'requests':>15s} {'sectors':>15s} {'128-B lines':>15s}  sectors/request")
+    L.append(f"  {'global loads':24s} {_n(gl['requests']):>15s} {_n(gl['sectors']):>15s} {_n(gl['lines']):>15s}  "
+             f"{gl['sectors'] / gl['requests'] if gl['requests'] else 0:.2f}")
+    L.append(f"  {'global stores':24s} {_n(gs['requests']):>15s} {_n(gs['sectors']):>15s} "
+             f"{'>= ' + _n(gs['lines_min']):>15s}  {gs['sectors'] / gs['requests'] if gs['requests'] else 0:.2f}")
+    L.append(f"  {'':24s} {'instructions':>15s} {'wavefronts':>15s} {'bank conflicts':>15s}  wavefronts/instruction")
+    for name, k in (("shared loads", "shared_load"), ("shared stores", "shared_store")):
+        s = c[k]
+        L.append(f"  {name:24s} {_n(s['instructions']):>15s} {_n(s['wavefronts']):>15s} "
+                 f"{_n(s['bank_conflicts']):>15s}  {s['wavefronts'] / s['instructions'] if s['instructions'] else 0:.2f}")
+    L.append(f"  {'FFMA':24s} {_n(c['ffma']['thread'])} thread-level = {_n(c['ffma']['warp'])} warp instructions")
+    L.append(f"  {'barriers':24s} {_n(c['barriers_warp'])} warp-level BAR.SYNC")
+    ins = c["executed_instructions"]
+    L.append(f"  {'executed instructions':24s} {_n(ins['value'])} warp-level = {ins['formula']} [{ins['source']}]")
+    L.append(f"  {'L2 bytes':24s} {fmt_bytes(c['l2_bytes'])} = {c['l2_bytes_formula']}")
+    L.append(f"  {'DRAM bytes':24s} {fmt_bytes(c['dram_bytes'])} = {c['dram_bytes_formula']}")
+    pb = d["per_block_iteration"]
+    L.append(f"  per interior block and {pb['unit']} (the timing model's input): {pb['warps']} warps x "
+             f"{pb['instructions_per_warp']:,.4g} instructions [{pb['instructions_source']}], "
+             f"{pb['shared_wavefronts']:,.0f} shared wavefronts, {pb['l1_lines']:,.0f} global-load lines "
+             f"({pb['gld_requests']:,} requests), {pb['serial_loads']:g} serial tile load(s)"
+             + (f", {pb['local_loads']:g} spill reloads per warp" if pb["local_loads"] else ""))
+    # limits
+    L += ["", "Limits (timing model, whole launch on the busiest SM; parameters: "
+              f"{p['parameters']['calibrated_on']})"]
+    rnd = d["per_round_cycles"]
+    for r in sorted(d["limits"], key=lambda r: -r["time_s"]):
+        mark = "  <- binds" if r["binds"] else ""
+        L.append(f"  {r['name']:8s} {fmt_time(r['time_s']):>10s}{mark}")
+        L += _wrap(r["formula"], indent="             ")
+    L.append(f"  one round of {d['waves']['blocks_per_sm']} block(s)/SM: issue {rnd['issue']:,.0f}, shared "
+             f"{rnd['shared']:,.0f}, l1 {rnd['l1']:,.0f}, latency chain {rnd['latency']:,.0f} -> "
+             f"{rnd['round']:,.0f} cycles")
+    L.append(f"  time = max(SM {fmt_time(p['t_sm_s'])}, L2 {fmt_time(p['t_l2_s'])}, DRAM {fmt_time(p['t_dram_s'])}) "
+             f"+ launch {fmt_time(p['launch_overhead_s'])} = {fmt_time(p['time_s'])}")
+    for n in d["notes"]:
+        L += _wrap("note: " + n)
+    # occupancy and waves
+    o = d["occupancy"]
+    reg = o["registers"]
+    lims = ", ".join(f"{k} {'-' if v is None else v}" for k, v in o["limits"].items())
+    L += ["", "Occupancy",
+          f"  {o['blocks_per_sm']} block(s)/SM of {o['threads_per_block']} threads ({o['warps_per_block']} warps), "
+          f"limiter: {o['limiter']} (blocks/SM by limit: {lims}); {o['active_warps']} warps = "
+          f"{100 * o['fraction']:.1f} % of the SM's warp slots"]
+    rl = f"  registers: {reg['registers']}/thread from {reg['source']}"
+    if reg["local_bytes"]:
+        rl += f"; {reg['local_bytes']:.0f} B of local memory (spills) per thread"
+    if reg["measured_num_regs"] is not None:
+        rl += f"; measured num_regs {reg['measured_num_regs']}"
+    if reg["ncu_registers"] is not None:
+        rl += f"; ncu {reg['ncu_registers']}"
+    L += _wrap(rl.strip(), indent="  ")
+    w = d["waves"]
+    L.append(f"  waves: {w['blocks']:,} blocks / ({w['sms']} SMs x {w['blocks_per_sm']}) = {w['waves']} wave(s); "
+             f"busiest SM: {w['busiest_sm_blocks']} blocks = {w['full_rounds']} full round(s)"
+             + (f" + 1 partial round of {w['partial_round_blocks']}" if w["partial_round_blocks"] else "")
+             + f", {w['iterations_per_round']:,} iterations each")
+    # ncu
+    nc = d["ncu"]
+    L.append("")
+    if nc is None:
+        L.append(f"ncu: no counters for this config and size in experiments/results/{d['gpu']['key']}/ncu.jsonl "
+                 "(the shipped ncu rows are each rung's classic config at 2048^3)")
+    else:
+        clk = f", SM clock {nc['sm_clock_hz'] / 1e9:.3g} GHz" if nc.get("sm_clock_hz") else ""
+        L.append(f"ncu ({nc['source']}, Nsight Compute {nc['ncu_version']}, {nc['date']}{clk}): predicted vs measured")
+        L.append(f"  {'quantity':28s} {'predicted':>16s} {'measured':>16s} {'pred/meas':>9s}  metric")
+        for r in nc["rows"]:
+            if r["quantity"].startswith("duration"):
+                pv = fmt_time(r["predicted"])
+                mv = "-" if r["measured"] is None else fmt_time(r["measured"])
+            elif r["quantity"].startswith("occupancy"):
+                pv = f"{100 * r['predicted']:.1f} %"
+                mv = "-" if r["measured"] is None else f"{100 * r['measured']:.1f} %"
+            else:
+                pv, mv = _n(r["predicted"]), _n(r["measured"])
+            L.append(f"  {r['quantity']:28s} {pv:>16s} {mv:>16s} {_ratio(r['ratio']):>9s}  {r['metric']}")
+    L.append("")
+    L += _wrap(d["how_to_read"], indent="")
+    return "\n".join(L)
+
+
+# --------------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------------
 
 
 def main(args) -> int:
     from model.registry import KernelConfig
-    from model.report import prediction_text
-    from model.roofline import predict
     from model.spec import load_gpu
-    M, N, K = args.size
-    p = predict(load_gpu(args.gpu), KernelConfig.parse(args.config), M, N, K)
-    print(json.dumps(p.to_json(), indent=2, default=float) if getattr(args, "json", False) else prediction_text(p))
+    M, N, K = (int(v) for v in args.size)
+    gpu = load_gpu(getattr(args, "gpu", None) or "h200")
+    d = explain(gpu, KernelConfig.parse(args.config), M, N, K)
+    if getattr(args, "json", False):
+        print(json.dumps(d, indent=2, default=_json_default))
+    else:
+        print(format_text(d))
     return 0
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)

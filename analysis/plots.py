@@ -280,8 +280,10 @@ def build_scatter(cmp, show_baseline: bool = True):
     from .compare import summary
     s = summary(cmp.predicted.flop_per_s, cmp.measured)
     ax.set_title(f"Model vs measured: {_gpu_name(cmp.gpu)}, {s['n']} rows (config x size)\n"
-                 f"MAPE {100 * s['mape']:.0f} %, {100 * s['within_10']:.0f} % within +-10 %"
-                 + (f", Spearman {s['spearman']:.2f}" if s["spearman"] is not None else ""), fontsize=11)
+                 f"MAPE {100 * s['mape']:.1f} %, {100 * s['within_10']:.0f} % within +-10 %"
+                 + (f", Spearman {s['spearman']:.2f}" if s["spearman"] is not None else "")
+                 + ("\n(timing model, leave-one-rung-out cross-validated)" if "cross" in cmp.predicted.model
+                    or "calibrated on the other rungs" in cmp.predicted.model else ""), fontsize=11)
     ax.text(0.04, 0.96, "above the line: model optimistic", transform=ax.transAxes, va="top", fontsize=8.5,
             color="#555555")
     ax.text(0.96, 0.04, "below: model pessimistic", transform=ax.transAxes, ha="right", fontsize=8.5,

@@ -98,7 +98,7 @@ def _provenance(rows, root_dir: Path) -> str:
 
 
 def _measured_section(cmp, rows, figs: dict, root: Path, no_data: str | None) -> str:
-    from .compare import format_markdown, MODEL_NAME, BASELINE_NAME
+    from .compare import format_markdown, BASELINE_NAME
     from .data import ROOT
     if cmp is None:
         lines = [f"## {SECTIONS[3]}", "", f"**No measured data.** {no_data}", "",
@@ -110,7 +110,7 @@ def _measured_section(cmp, rows, figs: dict, root: Path, no_data: str | None) ->
                       "(no measurements).*", ""]
         return "\n".join(lines)
     lines = [f"## {SECTIONS[3]}: {cmp.gpu.name}", "", _provenance(rows, ROOT), "",
-             f"Model: {MODEL_NAME}. Baseline: {BASELINE_NAME}. Statistics are over rows with status ok and "
+             f"Model: {cmp.predicted.model}. Baseline: {BASELINE_NAME}. Statistics are over rows with status ok and "
              "verified results, rungs 01-06; cuBLAS (00) is a measured reference.", "",
              format_markdown(cmp), ""]
     captions = {
