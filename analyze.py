@@ -217,6 +217,9 @@ def main(argv=None) -> int:
     except GemmscopeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:          # output piped into head, less, ...: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -98,8 +98,8 @@ def _per_round(gpu, cfg, b: int, prm, registers=None) -> dict:
     r = _evaluate_one(gpu, cfg, M, N, K, prm, registers)
     clock = rates(gpu).clock_hz
     lim = np.asarray(r["limits"], dtype=float) * clock
-    return {"issue": float(lim[0]), "shared": float(lim[1]), "l1": float(lim[2]), "latency": float(lim[3]),
-            "round": float(r["sm_cycles"])}
+    return {"blocks": int(b), "issue": float(lim[0]), "shared": float(lim[1]), "l1": float(lim[2]),
+            "latency": float(lim[3]), "round": float(r["sm_cycles"])}
 
 
 def _resident(ev, gpu) -> int:
@@ -180,11 +180,12 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     b = _resident(ev, gpu)            # blocks of the round that dominates (fewer when they do not fill an SM)
     W = prof.warps
     bw = f"{b} block{'s' if b != 1 else ''} of {W} warp{'s' if W != 1 else ''} per SM"
-    if b < b_fit:
-        bw += f" (of the {b_fit} that fit)"
     lim_name = {"threads": "thread", "blocks": "resident-block", "registers": "register",
                 "shared_memory": "shared-memory"}.get(occ.limiter, occ.limiter)
     who = f"{bw} ({prof.registers} registers/thread; the {lim_name} limit)"
+    if b < b_fit:
+        who = (f"{bw}, all there is to run although {b_fit} fit ({prof.registers} registers/thread; the "
+               f"{lim_name} limit)")
     p = prm.p
     exposed = rnd["latency"]
     service = rnd["round"] - exposed                      # b x (issue^p + shared^p + l1^p)^(1/p)
@@ -265,9 +266,12 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     else:
         wave_txt = f"{waves} full waves"
     partial = f" + 1 partial round of {rem} block{'s' if rem != 1 else ''}" if rem else ""
-    s.append(f"{blocks:,} blocks on {sms} SMs at {b_fit}/SM make {wave_txt}: the "
-             f"busiest SM runs ceil({blocks:,}/{sms}) = {per_sm} block{'s' if per_sm != 1 else ''} as {full} full "
-             f"round{'s' if full != 1 else ''}{partial} of {nk:,} {step}s each: {fmt_time(float(ev['t_sm']))} of "
+    rounds_txt = (f"{full} full round{'s' if full != 1 else ''}{partial}" if full else
+                  f"1 partial round of {rem} block{'s' if rem != 1 else ''}")
+    each = " each" if full + (1 if rem else 0) > 1 else ""
+    s.append(f"{blocks:,} block{'s' if blocks != 1 else ''} on {sms} SMs at {b_fit}/SM make{'s' if blocks == 1 else ''} {wave_txt}: the "
+             f"busiest SM runs ceil({blocks:,}/{sms}) = {per_sm} block{'s' if per_sm != 1 else ''} as "
+             f"{rounds_txt} of {nk:,} {step}{'s' if nk != 1 else ''}{each}: {fmt_time(float(ev['t_sm']))} of "
              f"SM time, plus {fmt_time(rt.launch_overhead_s)} launch overhead = {fmt_time(pred.time_s)}.")
     return s
 
@@ -275,14 +279,13 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
 def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -> dict:
     """Everything ``analyze.py explain`` shows, as a dict (SI units; counts are per launch)."""
     from model.facts import facts_for
-    from model.registry import geometry, validate, validate_size
+    from model.registry import geometry, validate_size
     from model.simulate import NCU_METRICS, simulate
     from model.timing import LIMITS, load_loro_params, load_params, predict, profile, rates
 
     M, N, K = validate_size(M, N, K)
     prm = load_params()
     pred = predict(gpu, cfg, M, N, K, prm=prm)          # validates the config (ConfigError for rung 00)
-    validate(cfg, gpu)
     rt = rates(gpu)
     ev = _evaluate_one(gpu, cfg, M, N, K, prm)
     prof = profile(cfg, gpu.arch)
@@ -430,8 +433,8 @@ HOW_TO_READ = (
     "How to read this (the seed's \"how to read ncu\", per line): global load/store requests and sectors are "
     "ncu's l1tex__t_requests_pipe_lsu_mem_global_op_{ld,st}.sum and l1tex__t_sectors_pipe_lsu_mem_global_op_"
     "{ld,st}.sum (sectors / requests = 4 for a fully coalesced 128-byte warp access, 32 when every thread hits "
-    "its own sector); 128-B lines are the L1 tag-stage wavefronts the l1 limit counts (no single ncu metric; "
-    "ncu's source view shows them as L1 wavefronts of global loads). Shared instructions are "
+    "its own sector); 128-B lines are the L1 tag-stage wavefronts the l1 limit counts (distinct lines per warp "
+    "load, summed; not among the shipped ncu metrics). Shared instructions are "
     "smsp__sass_inst_executed_op_shared_{ld,st}.sum, wavefronts l1tex__data_pipe_lsu_wavefronts_mem_shared_op_"
     "{ld,st}.sum and bank conflicts l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{ld,st}.sum (ncu counts "
     "a few more wavefronts AND as many more conflicts in whole kernels: compare wavefronts - conflicts); FFMA is "
@@ -441,9 +444,10 @@ HOW_TO_READ = (
     "sm__warps_active.avg.pct_of_peak_sustained_active (achieved, against the model's theoretical); registers "
     "launch__registers_per_thread. Ratios are predicted / measured. The limits are times of the whole launch on "
     "the busiest SM: issue ~ smsp__inst_executed over the schedulers, shared ~ the shared wavefronts, l1 ~ the "
-    "global-load lines, latency = the exposed tile-load latency plus one block's compute per K tile (ncu: "
-    "stall_long_scoreboard / stall_barrier in the warp-state statistics), l2 ~ lts__t_bytes, dram ~ "
-    "dram__bytes; the largest one binds.")
+    "global-load lines, latency = the part of each round beyond the pipes' work: tile-load latency the resident "
+    "blocks cannot hide (ncu: stall_long_scoreboard and stall_barrier in the warp-state statistics), l2 ~ "
+    "lts__t_bytes, dram ~ dram__bytes; the largest one is named as the bound. A measured counter far from "
+    "its prediction points at the level the model gets wrong; the duration ratio says how much it matters.")
 
 
 def _n(x) -> str:
@@ -457,6 +461,13 @@ def _n(x) -> str:
 def _wrap(text: str, indent: str = "  ", width: int = 110) -> list[str]:
     import textwrap
     return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent)
+
+
+def _hang(label: str, text: str, width: int = 110) -> list[str]:
+    """``label`` in a 24-character column, ``text`` wrapped beside it."""
+    import textwrap
+    first = f"  {label:24s} "
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=" " * len(first))
 
 
 def _ratio(x) -> str:
@@ -485,8 +496,9 @@ def format_text(d: Mapping) -> str:
     # counts
     c = d["counts"]
     L += ["", f"Counts per launch (warp-level simulator, shared-load widths: {c['plan'] or '-'}; "
-              f"{c['blocks']:,} blocks x {c['warps_per_block']} warps, {c['k_iterations']:,} "
-              f"{'k steps' if d['config']['rung'] == 1 else 'K tiles'})"]
+              f"{c['blocks']:,} block{'s' if c['blocks'] != 1 else ''} x {c['warps_per_block']} warps, "
+              f"{c['k_iterations']:,} {'k step' if d['config']['rung'] == 1 else 'K tile'}"
+              f"{'s' if c['k_iterations'] != 1 else ''})"]
     gl, gs = c["global_load"], c["global_store"]
     L.append(f"  {'':24s} {'requests':>15s} {'sectors':>15s} {'128-B lines':>15s}  sectors/request")
     L.append(f"  {'global loads':24s} {_n(gl['requests']):>15s} {_n(gl['sectors']):>15s} {_n(gl['lines']):>15s}  "
@@ -501,15 +513,16 @@ def format_text(d: Mapping) -> str:
     L.append(f"  {'FFMA':24s} {_n(c['ffma']['thread'])} thread-level = {_n(c['ffma']['warp'])} warp instructions")
     L.append(f"  {'barriers':24s} {_n(c['barriers_warp'])} warp-level BAR.SYNC")
     ins = c["executed_instructions"]
-    L.append(f"  {'executed instructions':24s} {_n(ins['value'])} warp-level = {ins['formula']} [{ins['source']}]")
-    L.append(f"  {'L2 bytes':24s} {fmt_bytes(c['l2_bytes'])} = {c['l2_bytes_formula']}")
-    L.append(f"  {'DRAM bytes':24s} {fmt_bytes(c['dram_bytes'])} = {c['dram_bytes_formula']}")
+    L += _hang("executed instructions", f"{_n(ins['value'])} warp-level = {ins['formula']} [{ins['source']}]")
+    L += _hang("L2 bytes", f"{fmt_bytes(c['l2_bytes'])} = {c['l2_bytes_formula']}")
+    L += _hang("DRAM bytes", f"{fmt_bytes(c['dram_bytes'])} = {c['dram_bytes_formula']}")
     pb = d["per_block_iteration"]
-    L.append(f"  per interior block and {pb['unit']} (the timing model's input): {pb['warps']} warps x "
-             f"{pb['instructions_per_warp']:,.4g} instructions [{pb['instructions_source']}], "
-             f"{pb['shared_wavefronts']:,.0f} shared wavefronts, {pb['l1_lines']:,.0f} global-load lines "
-             f"({pb['gld_requests']:,} requests), {pb['serial_loads']:g} serial tile load(s)"
-             + (f", {pb['local_loads']:g} spill reloads per warp" if pb["local_loads"] else ""))
+    L += _hang(f"per block and {pb['unit']}",
+               f"(the timing model's input, one interior block): {pb['warps']} warps x "
+               f"{pb['instructions_per_warp']:,.4g} instructions [{pb['instructions_source']}], "
+               f"{pb['shared_wavefronts']:,.0f} shared wavefronts, {pb['l1_lines']:,.0f} global-load lines "
+               f"({pb['gld_requests']:,} requests), {pb['serial_loads']:g} serial tile load(s)"
+               + (f", {pb['local_loads']:g} spill reloads per warp" if pb["local_loads"] else ""))
     # limits
     L += ["", "Limits (timing model, whole launch on the busiest SM; parameters: "
               f"{p['parameters']['calibrated_on']})"]
@@ -518,9 +531,9 @@ def format_text(d: Mapping) -> str:
         mark = "  <- binds" if r["binds"] else ""
         L.append(f"  {r['name']:8s} {fmt_time(r['time_s']):>10s}{mark}")
         L += _wrap(r["formula"], indent="             ")
-    L.append(f"  one round of {d['waves']['blocks_per_sm']} block(s)/SM: issue {rnd['issue']:,.0f}, shared "
-             f"{rnd['shared']:,.0f}, l1 {rnd['l1']:,.0f}, latency chain {rnd['latency']:,.0f} -> "
-             f"{rnd['round']:,.0f} cycles")
+    L.append(f"  one round of {rnd['blocks']} resident block(s), cycles: issue {rnd['issue']:,.0f}, shared "
+             f"{rnd['shared']:,.0f}, l1 {rnd['l1']:,.0f} -> pipes {rnd['round'] - rnd['latency']:,.0f} (p-norm), "
+             f"+ exposed latency {rnd['latency']:,.0f} = {rnd['round']:,.0f}")
     L.append(f"  time = max(SM {fmt_time(p['t_sm_s'])}, L2 {fmt_time(p['t_l2_s'])}, DRAM {fmt_time(p['t_dram_s'])}) "
              f"+ launch {fmt_time(p['launch_overhead_s'])} = {fmt_time(p['time_s'])}")
     for n in d["notes"]:
@@ -529,10 +542,10 @@ def format_text(d: Mapping) -> str:
     o = d["occupancy"]
     reg = o["registers"]
     lims = ", ".join(f"{k} {'-' if v is None else v}" for k, v in o["limits"].items())
-    L += ["", "Occupancy",
-          f"  {o['blocks_per_sm']} block(s)/SM of {o['threads_per_block']} threads ({o['warps_per_block']} warps), "
-          f"limiter: {o['limiter']} (blocks/SM by limit: {lims}); {o['active_warps']} warps = "
-          f"{100 * o['fraction']:.1f} % of the SM's warp slots"]
+    L += ["", "Occupancy"]
+    L += _wrap(f"{o['blocks_per_sm']} block(s)/SM of {o['threads_per_block']} threads ({o['warps_per_block']} warps), "
+               f"limiter: {o['limiter']} (blocks/SM by limit: {lims}); {o['active_warps']} warps = "
+               f"{100 * o['fraction']:.1f} % of the SM's warp slots")
     rl = f"  registers: {reg['registers']}/thread from {reg['source']}"
     if reg["local_bytes"]:
         rl += f"; {reg['local_bytes']:.0f} B of local memory (spills) per thread"
@@ -542,10 +555,11 @@ def format_text(d: Mapping) -> str:
         rl += f"; ncu {reg['ncu_registers']}"
     L += _wrap(rl.strip(), indent="  ")
     w = d["waves"]
-    L.append(f"  waves: {w['blocks']:,} blocks / ({w['sms']} SMs x {w['blocks_per_sm']}) = {w['waves']} wave(s); "
-             f"busiest SM: {w['busiest_sm_blocks']} blocks = {w['full_rounds']} full round(s)"
-             + (f" + 1 partial round of {w['partial_round_blocks']}" if w["partial_round_blocks"] else "")
-             + f", {w['iterations_per_round']:,} iterations each")
+    L += _wrap(f"waves: {w['blocks']:,} blocks / ({w['sms']} SMs x {w['blocks_per_sm']}) = {w['waves']} wave(s); "
+               f"busiest SM: ceil({w['blocks']:,}/{w['sms']}) = {w['busiest_sm_blocks']} blocks = {w['full_rounds']} "
+               f"full round(s)"
+               + (f" + 1 partial round of {w['partial_round_blocks']} block(s)" if w["partial_round_blocks"] else "")
+               + f", {w['iterations_per_round']:,} iterations each")
     # ncu
     nc = d["ncu"]
     L.append("")

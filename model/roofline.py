@@ -37,15 +37,15 @@ class Roof:
 
     name: str
     time_s: float
-    work: float        # FLOP for compute roofs, bytes for memory roofs
-    work_unit: str     # "FLOP" or "B"
+    work: float        # FLOP for compute roofs, bytes for memory roofs, SM cycles for the timing model's limits
+    work_unit: str     # "FLOP", "B" or "cycle"
     rate: float        # work per second
     formula: str
 
     def describe(self) -> str:
         from .units import fmt_bytes, fmt_rate, fmt_time
-        if self.work_unit == "s":          # a time-only limit (the timing model's per-pipe parts)
-            return f"{self.name}: {fmt_time(self.time_s)}  [{self.formula}]"
+        if self.work_unit == "cycle":      # the timing model's limits, in SM cycles at the clock
+            return f"{self.name}: {self.work:.4g} SM cycles at {self.rate / 1e9:.3g} GHz = {fmt_time(self.time_s)}  [{self.formula}]"
         w = f"{self.work / 1e9:.3g} GFLOP" if self.work_unit == "FLOP" else fmt_bytes(self.work)
         return f"{self.name}: {w} at {fmt_rate(self.rate, self.work_unit)} = {fmt_time(self.time_s)}  [{self.formula}]"
 

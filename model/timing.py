@@ -289,6 +289,7 @@ def evaluate(gpu, rung, BM, BN, BK, warps, instr, shared_wf, l1_lines, serial, l
     gm, gn = -(-M // BM), -(-N // BN)
     blocks = gm * gn
     nk = np.where(naive, K, -(-K // BK))
+    launchable = np.asarray(bps) > 0
     bps = np.maximum(np.asarray(bps), 1)
     per_sm = -(-blocks // r.sms)
     full, rem = per_sm // bps, per_sm % bps
@@ -314,13 +315,14 @@ def evaluate(gpu, rung, BM, BN, BK, warps, instr, shared_wf, l1_lines, serial, l
     t_l2 = l2_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
     time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
+    time_s = np.where(launchable, time_s, np.inf)    # a block that cannot launch never finishes
     limits = np.stack([parts[0], parts[1], parts[2], parts[3]]) / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None] * np.ones_like(limits[:1]), t_dram[None] * np.ones_like(limits[:1])])
     bound = np.argmax(all_limits, axis=0)
     flops = 2.0 * M * N * K
     return {"time_s": time_s, "flop_per_s": flops / time_s, "flops": flops, "t_sm": t_sm, "t_l2": t_l2,
             "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": -(-blocks // (r.sms * bps)),
-            "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles, "blocks_per_sm": bps}
+            "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles, "blocks_per_sm": np.where(launchable, bps, 0)}
 
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
@@ -390,11 +392,12 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                     + (f" x {prof.serial_loads:.0f} serial float4 loads" if cfg.rung == 5 else "")
                     + (" beyond the block's own compute" if cfg.rung == 6 else "")
                     + (f", {prof.local_loads:.0f} spill reloads" if prof.local_loads else "")
-                    + f", with {occ.blocks_per_sm} resident block(s) to hide it (mean value analysis)"),
+                    + f", with up to {occ.blocks_per_sm} resident block(s) to hide it (mean value analysis)"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB of tile loads / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
         "dram": f"{r['dram_bytes'] / 1e9:.3g} GB / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
-    roofs = tuple(Roof(name, float(lim[i]), 0.0, "s", 1.0, formulas[name]) for i, name in enumerate(LIMITS))
+    roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
+                  for i, name in enumerate(LIMITS))
     notes = list(rt.notes)
     notes.append(f"per round: service = (issue^p + shared^p + l1^p)^(1/p), p = {prm.p:.2f}, and the delay combine by "
                  f"mean value analysis over the resident blocks; 'latency' is the time beyond b x service; "
@@ -416,7 +419,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
 
 def calibrate(gpu, cfgs: Sequence[KernelConfig], sizes, registers, measured_s, rungs_of_rows,
               start: TimingParams | None = None) -> dict:
-    """Fit (w0, p, latency_scale) by least squares on log time; also leave-one-rung-out fits.
+    """Fit (w0, p, latency_scale, spill_overlap) by least squares on log time; also leave-one-rung-out fits.
 
     Returns {"all": params, "loro": {rung: params fitted without that rung}, "predicted_loro": per-row
     times predicted for each row by the fit that did not see its rung}."""
