@@ -587,7 +587,7 @@ def dry_run(sweep: Sweep, spec, out: Path | None, opts: RunOptions, sizes: Seque
 
     Rows already in ``out`` (for that GPU) are left out, as a run would skip them. Returns counts and the
     model's estimate of the timed device time (a lower bound: the model assumes latency is hidden)."""
-    from model.roofline import predict  # noqa: PLC0415
+    from model.timing import predict  # noqa: PLC0415
 
     tasks, dropped = sweep.tasks(spec, sizes)
     done: set = set()
