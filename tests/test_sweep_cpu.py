@@ -28,10 +28,18 @@ H200 = load_gpu("h200")
 
 
 def test_shipped_sweeps_load() -> None:
-    assert sw.sweep_names() == ["blocks", "ladder", "regtile"]
+    assert sw.sweep_names() == ["blocks", "holdout", "ladder", "regtile"]
     for name in sw.sweep_names():
         s = sw.load_sweep(name)
         assert s.name == name and s.description and s.groups
+
+
+def test_holdout_sizes_are_new() -> None:
+    # the hold-out set measures sizes that no calibration sweep measured: 172 rows on the H200
+    tasks, _ = sw.load_sweep("holdout").tasks(H200)
+    seen = {t.size for name in ("ladder", "blocks", "regtile") for t in sw.load_sweep(name).tasks(H200)[0]}
+    assert len(tasks) == 172 and not {t.size for t in tasks} & seen
+    assert {t.config.rung for t in tasks} == {1, 2, 3, 4, 5, 6}
 
 
 def test_ladder_is_every_classic_config_at_every_size() -> None:
