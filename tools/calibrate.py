@@ -3,7 +3,8 @@
     python -m tools.calibrate [DATA ...] [--out model/data/calibration.json]
 
 Fits (w0, p, latency_scale, spill_overlap) of :mod:`model.timing` by least squares on log time (each rung weighted
-equally) on every verified row of the data (default: experiments/results/h200), and once per rung on
+equally) on every verified row of the data (default: experiments/results/h200, less the hold-out file
+holdout.jsonl, which is kept for scoring), and once per rung on
 all the other rungs (leave-one-rung-out). The file records the fits, the rows they saw and the date;
 ``analysis.compare`` predicts each rung with the fit that did not see it, so the error it reports is
 cross-validated.
@@ -31,7 +32,9 @@ def main(argv=None) -> int:
     ap.add_argument("data", nargs="*", help="JSON Lines files or folders (default: experiments/results/h200)")
     ap.add_argument("--out", default=str(timing.CALIBRATION_FILE), help="where to write the calibration")
     args = ap.parse_args(argv)
-    rows = [r for r in scored(latest(load(args.data or None))) if r.rung >= 1]
+    # The hold-out set (experiments/sweeps/holdout.toml) is never calibrated on: it scores the calibration.
+    rows = [r for r in scored(latest(load(args.data or None))) if r.rung >= 1
+            and not Path(r.source.rsplit(":", 1)[0]).name.startswith("holdout")]
     if not rows:
         print("no measured rows to calibrate on", file=sys.stderr)
         return 2
