@@ -51,16 +51,19 @@ def _limits_section(gpu, figs: dict, root: Path) -> str:
 
 def _predictions_section(gpu) -> str:
     from model.registry import classic_configs, is_valid
-    from model.roofline import plain_roofline, predict
+    from model.roofline import plain_roofline
+    from model.timing import predict, rates
     M, N, K = SEED_SIZE
     cfgs = [c for c in classic_configs() if c.rung != 0 and is_valid(c, gpu)]
     preds = [predict(gpu, c, M, N, K) for c in cfgs]
     peak = gpu.peak_fp32_flop_per_s
     lines = [f"## {SECTIONS[2]}", "",
              f"M = N = K = {M} on the {gpu.name.split(' (')[0]} (FP32 peak {peak / 1e12:.2f} TFLOP/s, DRAM "
-             f"{gpu.dram_bandwidth_bytes_per_s / 1e9:.0f} GB/s). Registers per thread are the model's floor "
-             "estimate (TM*TN + TM + TN + 8): no RTX 4060 measurements are shipped. `analyze.py predict "
-             "--config NAME` prints the formula and numbers of one row.", "",
+             f"{gpu.dram_bandwidth_bytes_per_s / 1e9:.0f} GB/s), with the timing model (`model/timing.py`). "
+             f"Registers per thread and the instruction mix come from the compiler facts for {gpu.arch} "
+             "(NVRTC, as CuPy compiles on that GPU); no RTX 4060 measurements are shipped, so its rates and "
+             "latencies are assumptions: " + "; ".join(rates(gpu).notes) + ". `analyze.py predict "
+             "--config NAME` prints the formula and numbers of one row, `analyze.py explain` the counts.", "",
              "| config | time | GFLOP/s | % of peak | bound | blocks/SM | occupancy limiter | plain roofline GFLOP/s |",
              "|---|---:|---:|---:|---|---:|---|---:|"]
     from model.units import fmt_time
