@@ -309,3 +309,37 @@ def status_counts(rows: Iterable[Measurement]) -> dict[str, int]:
     for r in rows:
         c["unverified" if r.status == "ok" and not r.verified else r.status] += 1
     return dict(c)
+
+
+# --------------------------------------------------------------------------------------------------
+# Nsight Compute rows (experiments/ncu_run.py: schema "gemmscope.ncu")
+# --------------------------------------------------------------------------------------------------
+
+
+def load_ncu(path: str | Path, *, kernels_only: bool = False) -> list[dict]:
+    """The ``ok`` rows of a ``gemmscope.ncu`` JSON Lines file (empty if the file is absent).
+
+    Blank or unreadable lines and rows of other schemas are skipped; ``kernels_only`` also drops
+    cuBLAS (rung 00) and rows whose config this registry no longer knows."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if row.get("schema", "gemmscope.ncu") != "gemmscope.ncu" or row.get("status", "ok") != "ok":
+            continue
+        if kernels_only:
+            try:
+                if KernelConfig.parse(row["config_key"]).rung == 0 or not row.get("metrics"):
+                    continue
+            except Exception:  # noqa: BLE001 - a config this registry no longer knows: not simulable
+                continue
+        rows.append(row)
+    return rows
+

@@ -44,19 +44,9 @@ RESULTS = ROOT / "experiments" / "results"
 
 def find_ncu_row(results_dir: Path, cfg, M: int, N: int, K: int) -> dict | None:
     """The latest ``gemmscope.ncu`` row with status ok for ``cfg`` at M x N x K in ``results_dir/ncu.jsonl``."""
-    path = Path(results_dir) / "ncu.jsonl"
-    if not path.is_file():
-        return None
+    from .data import load_ncu
     best = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if d.get("schema") != "gemmscope.ncu" or d.get("status", "ok") != "ok":
-            continue
+    for d in load_ncu(Path(results_dir) / "ncu.jsonl"):
         if d.get("config_key") == cfg.key and (d.get("M"), d.get("N"), d.get("K")) == (M, N, K):
             if best is None or str(d.get("date", "")) >= str(best.get("date", "")):
                 best = d

@@ -15,7 +15,6 @@ A failure prints the diff table of the row (``python -m tools.sim_vs_ncu`` print
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -34,26 +33,9 @@ def ncu_file() -> Path:
 
 
 def simulable_rows(path: Path) -> list[dict]:
-    """The ``ok`` rows of ladder kernels (rungs 01-06) in ``path``; unreadable lines are skipped."""
-    rows = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if row.get("schema", "gemmscope.ncu") != "gemmscope.ncu" or row.get("status", "ok") != "ok":
-            continue
-        try:
-            cfg = KernelConfig.parse(row["config_key"])
-        except Exception:  # noqa: BLE001 - a row of a config this registry no longer knows
-            continue
-        if cfg.rung == 0 or not row.get("metrics"):
-            continue
-        rows.append(row)
-    return rows
+    """The ``ok`` rows of ladder kernels (rungs 01-06) in ``path``."""
+    from analysis.data import load_ncu
+    return load_ncu(path, kernels_only=True)
 
 
 _PATH = ncu_file()

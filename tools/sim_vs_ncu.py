@@ -11,7 +11,6 @@ the file is missing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -27,23 +26,8 @@ DEFAULT_FILE = REPO / "experiments" / "results" / "h200" / "ncu.jsonl"
 
 
 def read_rows(path: Path) -> list[dict]:
-    rows = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if row.get("schema", "gemmscope.ncu") != "gemmscope.ncu" or row.get("status", "ok") != "ok":
-            continue
-        try:
-            if KernelConfig.parse(row["config_key"]).rung == 0:
-                continue
-        except Exception:  # noqa: BLE001 - unknown config: not simulable
-            continue
-        rows.append(row)
-    return rows
+    from analysis.data import load_ncu  # noqa: PLC0415
+    return load_ncu(path, kernels_only=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
