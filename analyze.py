@@ -178,10 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("compare", help="model versus measured on shipped data (default: the H200 data set)",
                         description="Join measured rows with the model's predictions; per-row error and summary "
-                                    "statistics (MAPE, Spearman, within 10 %% / 25 %%), beside the plain roofline.")
+                                    "statistics (MAPE, Spearman, within 10 %% / 25 %%), beside the plain roofline. "
+                                    "JSON values are fractions (0.1 = 10 %%).")
     sp.add_argument("data", nargs="*", help="JSON Lines files or folders (default: experiments/results/h200)")
     sp.add_argument("--json", action="store_true", help="print the summary as JSON")
     sp.add_argument("--rows", action="store_true", help="print every row")
+    sp.add_argument("--model", choices=("timing", "roofline"), default="timing",
+                    help="the model scored: timing (default; each rung predicted with parameters calibrated on "
+                         "the other rungs) or roofline (the first model)")
     sp.set_defaults(func=cmd_compare)
 
     sp = sub.add_parser("plot", help="draw one plot (roofline, scatter, sizes, occupancy, errors)",

@@ -447,12 +447,13 @@ def _no_data_message(paths) -> str:
 
 
 def main(args) -> int:
-    """``analyze.py compare [DATA...] [--json] [--rows]``."""
+    """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline]``."""
     paths = list(getattr(args, "data", None) or [])
     rows = load(paths)
     if not rows:
         raise NoDataError(_no_data_message(paths))
-    c = compare(rows)
+    model = getattr(args, "model", "timing")
+    c = compare(rows, predictor=_roofline_predictions if model == "roofline" else None)
     if getattr(args, "json", False):
         print(json.dumps(c.to_json(), indent=2))
     else:
