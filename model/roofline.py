@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import ConfigError
 from .occupancy import Occupancy, occupancy
-from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, n_blocks, validate, validate_size
+from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 
 ROOFS = ("fp32", "dram", "shared")
 LAUNCH_OVERHEAD_S = 0.0  # the first model ignores launch overhead

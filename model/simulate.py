@@ -643,7 +643,6 @@ def _lanes(threads: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _describe(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) -> _Kernel:
-    g = geometry(cfg)
     r = cfg.rung
     if r == 1:
         return _naive(cfg, M, N, K)

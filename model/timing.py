@@ -55,16 +55,16 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from .errors import ConfigError
 from .occupancy import blocks_per_sm_array, occupancy
-from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, n_blocks, validate, validate_size
+from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
 
 CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "calibration.json"

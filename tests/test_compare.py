@@ -11,7 +11,7 @@ import pytest
 
 from analysis.compare import compare, main, pick, predict_rows, signed_errors, summary
 from analysis.data import DataError, NoDataError, latest, load, parse_row, scored
-from model.roofline import plain_roofline, predict
+from model.roofline import plain_roofline
 from model.spec import load_gpu
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "mini_h200.jsonl"

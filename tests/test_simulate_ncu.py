@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from model.registry import KernelConfig
 from model.simulate import compare_ncu_row, format_diff_table
 
 REPO = Path(__file__).resolve().parent.parent

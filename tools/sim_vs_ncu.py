@@ -19,7 +19,6 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # pragma: no cover - when run as a script
     sys.path.insert(0, str(REPO))
 
-from model.registry import KernelConfig  # noqa: E402
 from model.simulate import compare_ncu_row, format_diff_table  # noqa: E402
 
 DEFAULT_FILE = REPO / "experiments" / "results" / "h200" / "ncu.jsonl"
