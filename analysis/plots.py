@@ -210,12 +210,11 @@ def _roofline_points(cmp, size=None) -> tuple[list[RooflinePoint], tuple[int, in
 def _predicted_points(gpu, size=(4096, 4096, 4096)) -> list[RooflinePoint]:
     """Predicted-only points for the classic configs (used when there is no measured data)."""
     from model.registry import classic_configs, is_valid
-    from model.roofline import predict_many
+    from model.timing import predict_rows
     cfgs = [c for c in classic_configs() if c.rung != 0 and is_valid(c, gpu)]
-    res = predict_many(gpu, cfgs, [size])
-    flops = np.broadcast_to(res["flops"], res["flop_per_s"].shape)
-    inten = (flops / res["dram_bytes"])[:, 0]
-    return [RooflinePoint(c.rung, c.label, float(inten[i]), float(res["flop_per_s"][i, 0])) for i, c in enumerate(cfgs)]
+    res = predict_rows(gpu, cfgs, [size] * len(cfgs))
+    inten = res["flops"] / res["dram_bytes"]
+    return [RooflinePoint(c.rung, c.label, float(inten[i]), float(res["flop_per_s"][i])) for i, c in enumerate(cfgs)]
 
 
 def _size_text(size) -> str:
@@ -235,8 +234,8 @@ def roofline(cmp, out, gpu=None, size=None) -> Path:
         return _save(fig, out)
     pts, size = _roofline_points(cmp, size)
     cub = max((r.flop_per_s for r in cmp.cublas if r.size == size), default=None)
-    sub = (f"{len(pts)} configs at {_size_text(size)}; naive points can sit above the DRAM roof: the model "
-           "ignores caches\n(configs of equal intensity are spread slightly sideways)")
+    sub = (f"{len(pts)} configs at {_size_text(size)}; x = FLOPs / the DRAM bytes the model counts (A, B, C once "
+           "plus L2 misses)\n(configs of equal intensity are spread slightly sideways)")
     fig = build_roofline(cmp.gpu, pts, sub, cublas=cub)
     return _save(fig, out)
 
