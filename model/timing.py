@@ -54,7 +54,6 @@ is predicted with parameters calibrated on the other rungs only (:func:`calibrat
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -65,7 +64,7 @@ import numpy as np
 from .errors import ConfigError
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
-from .roofline import Prediction, Roof
+from .roofline import ConfigArrays, Prediction, Roof
 
 CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "calibration.json"
 LIMITS = ("issue", "shared", "l1", "latency", "l2", "dram")
@@ -180,15 +179,6 @@ class Profile:
     local_bytes: float = 0.0    # local memory (stack and spills) per thread, bytes
 
 
-def _lines_per_block_iteration(cfg: KernelConfig, sim) -> float:
-    """Global-load L1 wavefronts (distinct 128-byte lines per warp request) per block and iteration."""
-    b = sim.per_block_iteration
-    lines = getattr(b, "gld_lines", None)
-    if lines is not None:
-        return float(lines)
-    return float(max(b.gld_requests, math.ceil(b.gld_sectors / 4)))
-
-
 @lru_cache(maxsize=100_000)
 def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profile:
     from .facts import facts_for
@@ -220,7 +210,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     ldl = f.per_iteration("LDL") * ffma_per_warp_iteration / f.loop_ffma if source == "sass" else 0.0
     return Profile(warps=b.warps, instructions_per_warp=float(instr),
                    shared_wavefronts=float(b.lds_wavefronts + b.sts_wavefronts),
-                   l1_lines=_lines_per_block_iteration(cfg, sim), registers=int(regs), stages=g.stages,
+                   l1_lines=float(b.gld_lines), registers=int(regs), stages=g.stages,
                    source=source, serial_loads=float(serial), local_loads=float(ldl),
                    local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
 
@@ -327,16 +317,13 @@ def evaluate(gpu, rung, BM, BN, BK, warps, instr, shared_wf, l1_lines, serial, l
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
     profs = [profile(c, gpu.arch, None if registers is None else registers[i]) for i, c in enumerate(cfgs)]
-    geos = [geometry(c) for c in cfgs]
-    rung = np.array([c.rung for c in cfgs])
-    col = lambda f: np.array([f(g) for g in geos], dtype=np.int64)  # noqa: E731
-    bps = blocks_per_sm_array(gpu, col(lambda g: g.threads), np.array([p.registers for p in profs]),
-                              col(lambda g: g.smem_bytes))
+    ca = ConfigArrays.from_configs(cfgs, [p.registers for p in profs])
+    bps = blocks_per_sm_array(gpu, ca.threads, ca.registers, ca.smem_bytes)
     pa = lambda f: np.array([f(p) for p in profs], dtype=np.float64)  # noqa: E731
-    return (rung, col(lambda g: g.BM), col(lambda g: g.BN), col(lambda g: g.BK), pa(lambda p: p.warps),
+    return (ca.rung, ca.BM, ca.BN, ca.BK, pa(lambda p: p.warps),
             pa(lambda p: p.instructions_per_warp), pa(lambda p: p.shared_wavefronts), pa(lambda p: p.l1_lines),
             pa(lambda p: p.serial_loads), pa(lambda p: p.local_loads), pa(lambda p: p.local_bytes),
-            col(lambda g: g.smem_bytes), bps), profs
+            ca.smem_bytes, bps), profs
 
 
 def predict_rows(gpu, cfgs: Sequence[KernelConfig], sizes: Sequence[tuple[int, int, int]],
