@@ -691,6 +691,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--time-limit", type=float, help="start no new row after this many seconds (resume later)")
     ap.add_argument("--seed", type=int, help="base seed of the inputs (default: random, stored per row)")
     ap.add_argument("--workers", type=int, help="compile processes (default: CPU cores, at most 16)")
+    ap.add_argument("--gpus", metavar="all|ID,...", help="run on several GPUs of this machine through Dask, "
+                    "one worker per GPU (requirements-cluster.txt; see README 'Many GPUs and hosts')")
+    ap.add_argument("--scheduler", metavar="ADDRESS", help="run on the workers of a running Dask scheduler "
+                    "(tcp://host:8786); rows come back to this process, which writes them")
+    ap.add_argument("--min-workers", type=int, default=1, help="with --scheduler: wait for this many workers [1]")
     ap.add_argument("--summary", nargs="+", type=Path, metavar="FILE", help="print a summary of results files and exit")
     ap.add_argument("--list", action="store_true", help="list the shipped sweeps and exit")
     return ap
@@ -725,6 +730,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from model.spec import load_gpu  # noqa: PLC0415
             spec = load_gpu(args.gpu or "h200")
             dry_run(sweep, spec, args.out or default_out(sweep, spec.key), opts, sizes)
+            return 0
+        if args.gpus or args.scheduler:   # many GPUs / hosts: experiments/distributed.py
+            from experiments import distributed as dist  # noqa: PLC0415
+            if args.gpus and args.scheduler:
+                raise SweepError("give --gpus or --scheduler, not both")
+            engine = dist.EngineOptions(gpus=dist.parse_gpus(args.gpus) if args.gpus else None,
+                                        scheduler=args.scheduler, gpu_key=args.gpu.lower() if args.gpu else None,
+                                        min_workers=max(1, args.min_workers), run=opts)
+            dist.run_distributed(sweep, engine, out=args.out, sizes=sizes)
             return 0
         backend = CupyBackend()
         if args.gpu and backend.spec.key != args.gpu.lower():
