@@ -301,8 +301,9 @@ def local_gpu_cluster(ids: Sequence[int], log: Callable[[str], None]):
     try:
         from dask_cuda import LocalCUDACluster  # noqa: PLC0415
         return LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(ids), n_workers=len(ids), **common)
-    except ImportError as exc:
-        log(f"note: dask_cuda unavailable ({exc}); starting one plain Dask worker per GPU instead")
+    except Exception as exc:  # noqa: BLE001 - not installed, or not usable with this CUDA stack
+        log(f"note: dask_cuda unusable ({type(exc).__name__}: {exc}); starting one plain Dask worker per GPU "
+            "instead (the same layout)")
     from distributed import Nanny, Scheduler, SpecCluster  # noqa: PLC0415
     workers = {}
     for i, dev in enumerate(ids):

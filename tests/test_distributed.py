@@ -227,3 +227,15 @@ def test_an_unreachable_scheduler_is_one_clear_error(tmp_path) -> None:
 def test_bus_ids_of_nvidia_smi_and_cuda_compare_equal() -> None:
     assert dist._normal_bus_id("00000000:18:00.0") == dist._normal_bus_id("0000:18:00.0") == "0:18:00.0"
     assert dist._normal_bus_id(None) is None
+
+
+def test_local_gpu_cluster_pins_one_device_first_per_worker() -> None:
+    """--gpus 0,1: one worker process per device, each with its device first in CUDA_VISIBLE_DEVICES
+    (dask_cuda.LocalCUDACluster, or the same layout with plain Dask where dask_cuda is not installed)."""
+    from distributed import Client
+    logs: list[str] = []
+    with dist.local_gpu_cluster([0, 1], logs.append) as cluster, Client(cluster) as client:
+        client.wait_for_workers(2, timeout=120)
+        seen = sorted(client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                          __import__("multiprocessing").current_process().daemon)).values())
+    assert seen == [("0,1", False), ("1,0", False)]

@@ -1,6 +1,6 @@
 """Kill Dask workers and the sweep's driver at random points; check that no row is lost or duplicated.
 
-    python -m tools.dask_kill_stress [--kills 24] [--workers 3] [--delay 0.02] [--seed S]
+    python -m tools.dask_kill_stress [--kills 24] [--workers 3] [--delay 0.05] [--seed S]
 
 Runs on the CPU with a fake GPU (every row takes ``--delay`` seconds). A local Dask cluster (scheduler and
 ``--workers`` worker processes under nannies, which restart a killed worker) stays up; a driver process
@@ -142,6 +142,13 @@ def driver(args) -> int:
     return 0 if not counts.get("pending") else 1
 
 
+def _lines(path: Path) -> int:
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
 def start_driver(address: str, out: Path, delay: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "tools.dask_kill_stress", "driver", "--scheduler", address,
                              "--out", str(out), "--delay", str(delay)], cwd=ROOT,
@@ -164,40 +171,41 @@ def stress(args) -> int:
         while kills < args.kills:
             totals["rounds"] += 1
             out = tmp / f"round{totals['rounds']}.jsonl"
-            while True:                         # until this round's driver finishes
+            while True:                             # until this round's sweep is complete
                 proc = start_driver(address, out, args.delay)
                 totals["driver_starts"] += 1
-                finished = False
-                while kills < args.kills:
+                rows_at_start = _lines(out)
+                killed_driver = False
+                while kills < args.kills and proc.poll() is None:
                     deadline = time.monotonic() + rng.uniform(args.min_gap, args.max_gap)
                     while time.monotonic() < deadline and proc.poll() is None:
-                        time.sleep(0.02)
+                        time.sleep(0.01)
                     if proc.poll() is not None:
-                        finished = True
                         break
                     if rng.random() < args.driver_share:
+                        if _lines(out) == rows_at_start:
+                            continue                # not measuring yet: kill it mid-sweep, later
                         proc.send_signal(signal.SIGKILL)
                         proc.wait()
                         kills += 1
                         totals["driver_kills"] += 1
+                        killed_driver = True
                         break                       # start the driver again: it resumes from the file
                     try:
                         pids = client.run(os.getpid, on_error="ignore")
                     except Exception:  # noqa: BLE001 - a worker restarting
                         pids = {}
-                    if len(pids) == args.workers:     # never all at once: one at a time, when all are up
+                    if len(pids) == args.workers:   # one at a time, when all are up
                         os.kill(rng.choice(sorted(pids.values())), signal.SIGKILL)
                         kills += 1
                         totals["worker_kills"] += 1
-                else:
-                    proc.wait()                     # no kills left: let it finish
-                    finished = True
-                if finished:
-                    stdout, stderr = proc.communicate()
-                    if proc.returncode != 0:
-                        print(f"driver failed (exit {proc.returncode}):\n{stderr[-3000:]}", file=sys.stderr)
-                        return 2
-                    break
+                if killed_driver:
+                    continue
+                stdout, stderr = proc.communicate()
+                if proc.returncode != 0:
+                    print(f"driver failed (exit {proc.returncode}):\n{stderr[-3000:]}", file=sys.stderr)
+                    return 2
+                break
             res = check_file(out)
             for k in ("expected", "rows", "lost", "duplicated", "extra", "invalid"):
                 totals[k] += res[k]
@@ -221,10 +229,10 @@ def main(argv=None) -> int:
     d.add_argument("--delay", type=float, default=0.02)
     ap.add_argument("--kills", type=int, default=24, help="kills in all (workers and driver) [24]")
     ap.add_argument("--workers", type=int, default=3, help="Dask worker processes [3]")
-    ap.add_argument("--delay", type=float, default=0.02, help="fake seconds per row [0.02]")
+    ap.add_argument("--delay", type=float, default=0.05, help="fake seconds per row [0.05]")
     ap.add_argument("--driver-share", type=float, default=0.4, help="share of kills that hit the driver [0.4]")
-    ap.add_argument("--min-gap", type=float, default=0.3, help="shortest wait between kills, s [0.3]")
-    ap.add_argument("--max-gap", type=float, default=2.5, help="longest wait between kills, s [2.5]")
+    ap.add_argument("--min-gap", type=float, default=0.2, help="shortest wait between kills, s [0.2]")
+    ap.add_argument("--max-gap", type=float, default=1.5, help="longest wait between kills, s [1.5]")
     ap.add_argument("--seed", type=int, default=None, help="random seed of the kill schedule")
     args = ap.parse_args(argv)
     if args.cmd == "driver":
