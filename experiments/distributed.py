@@ -468,8 +468,8 @@ class _Runner:
                 futs.append(self.submit(key, items[i:j]))
                 i = j
         left = 0
-        ac = as_completed(futs)
-        for fut in ac:
+        ac = as_completed(futs, with_results=True, raise_errors=False)   # results gathered in the background
+        for fut, res in ac:
             if fut not in self.meta:
                 continue
             key, batch, attempt = self.meta.pop(fut)
@@ -478,8 +478,13 @@ class _Runner:
                 fut.release()
                 self._cancel()
                 break
+            if isinstance(res, tuple) and len(res) == 3 and isinstance(res[1], BaseException):
+                res = res[1]                        # an error: (type, exception, traceback)
             try:
-                res: BatchResult = fut.result()
+                if isinstance(res, BaseException):
+                    raise res
+                if not isinstance(res, BatchResult):
+                    raise FutureCancelledError(fut.key, f"unexpected result {type(res).__name__}")
             except Exception as exc:  # noqa: BLE001 - sorted below
                 from distributed import KilledWorker  # noqa: PLC0415
                 if isinstance(exc, (KilledWorker, FutureCancelledError, OSError)) or "CommClosed" in type(exc).__name__:
