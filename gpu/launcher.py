@@ -458,6 +458,17 @@ def run_config(cfg: KernelConfig, problem: Problem, *, spec: GPUSpec | None = No
     def launch() -> None:
         ck.kernel((gx, gy, gz), g.block, args, shared_mem=ck.dynamic_smem_bytes)
 
+    if g.split_k > 1:
+        # Split-K: the slices atomicAdd their partial sums into C, so C is zeroed before every launch (timed
+        # with it: it is part of the operation). The NaN poison of the check is therefore overwritten by
+        # zeros; a tile or slice the kernel fails to add shows up as a large error against the reference.
+        kernel_only = launch
+        c_bytes = int(problem.C.nbytes)
+
+        def launch() -> None:
+            cp.cuda.runtime.memsetAsync(problem.C.data.ptr, 0, c_bytes, cp.cuda.get_current_stream().ptr)
+            kernel_only()
+
     return _measure(launch, problem, base, reps=reps, warmup=warmup, l2_policy=l2_policy,
                     max_config_s=max_config_s, l2_bytes=spec.l2_bytes)
 
