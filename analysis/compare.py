@@ -439,11 +439,13 @@ def format_markdown(c: Comparison) -> str:
 
 
 def _no_data_message(paths) -> str:
-    from .data import DEFAULT_DATA, ROOT
-    where = ", ".join(map(str, paths)) if paths else DEFAULT_DATA.relative_to(ROOT).as_posix()
-    return (f"No measurements found in {where}: the H200 sweep results are not shipped yet, or the path "
-            "is wrong. Pass JSON Lines files or folders, e.g. "
-            "`python analyze.py compare tests/fixtures/mini_h200.jsonl`.")
+    from .data import DEFAULT_DATA, ROOT, describe_files
+    if paths:
+        return (f"no measurement rows (schema gemmscope.measurement) in {', '.join(map(str, paths))}: "
+                f"{describe_files(paths)}")
+    where = DEFAULT_DATA.relative_to(ROOT).as_posix()
+    return (f"no measurements found in {where} (the default data set is missing from this checkout); pass "
+            "JSON Lines files or folders, e.g. `python analyze.py compare tests/fixtures/mini_h200.jsonl`")
 
 
 def main(args) -> int:
