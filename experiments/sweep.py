@@ -357,7 +357,7 @@ def read_results(path: str | Path) -> ResultsFile:
     except OSError as exc:
         raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if b"\0" in data:
-        raise SweepError(f"{path} is not a results file (binary data); refusing to append to it")
+        raise SweepError(f"{path} is not a results file (binary data); refusing to touch it")
     lines = data.split(b"\n")
     tail = lines.pop()            # after the last newline: b"" for a complete file
     rows = []
@@ -716,8 +716,8 @@ def summarize(paths: Iterable[str | Path]) -> str:
         res = read_results(path)
         rows = [r for r in res.rows if r.get("schema") == SCHEMA]
         if not rows:
-            out.append(f"{path}: no measurement rows")
-            continue
+            raise SweepError(f"{path}: no measurement rows (schema {SCHEMA}): "
+                             + ("the file is empty" if not res.rows else "not a results file"))
         by_status: dict[str, int] = {}
         for r in rows:
             by_status[r["status"]] = by_status.get(r["status"], 0) + 1
@@ -749,7 +749,8 @@ def summarize(paths: Iterable[str | Path]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    from analysis.cli import Parser, nonneg_int, positive_float, positive_int  # noqa: PLC0415
+    ap = Parser(
         prog="python -m experiments.sweep",
         description="Run a sweep (experiments/sweeps/NAME.toml) on the GPU, appending one JSON line per "
                     "(config, size) to the results file; resumable. See experiments/SCHEMA.md.")
@@ -758,21 +759,25 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, help="results file (default experiments/results/<gpu key>/<sweep>.jsonl)")
     ap.add_argument("--dry-run", action="store_true",
                     help="list what would run, with the model's prediction, on --gpu's spec; needs no GPU")
-    ap.add_argument("--gpu", help="GPU spec key: for --dry-run (default h200); on a real run, the device must match it")
-    ap.add_argument("--limit", type=int, help="run at most N pending rows")
+    ap.add_argument("--gpu", help=f"GPU spec key: for --dry-run (default {DRY_RUN_GPU}); on a real run, the device "
+                                  "must match it")
+    ap.add_argument("--limit", type=positive_int, help="run at most N pending rows (N >= 1)")
     ap.add_argument("--sizes", nargs="+", metavar="SIZE", help="replace the sweep's sizes: N (square) or MxNxK")
-    ap.add_argument("--reps", type=int, default=20, help="timed repetitions per config (>= 10; fewer for slow "
+    ap.add_argument("--reps", type=positive_int, default=20, help="timed repetitions per config (>= 10; fewer for slow "
                     "configs, down to 10, to keep one config's timed work under --max-config-s) [20]")
-    ap.add_argument("--warmup", type=int, default=2, help="warm-up launches before timing (>= 1) [2]")
-    ap.add_argument("--max-config-s", type=float, default=2.0, help="timed work per config, seconds [2.0]")
+    ap.add_argument("--warmup", type=positive_int, default=2, help="warm-up launches before timing (>= 1) [2]")
+    ap.add_argument("--max-config-s", type=positive_float, default=2.0, help="timed work per config, seconds [2.0]")
     ap.add_argument("--l2-policy", choices=("flush", "warm"), default="flush",
                     help="flush L2 before every timed repetition, or not [flush]")
-    ap.add_argument("--time-limit", type=float, help="start no new row after this many seconds (resume later)")
-    ap.add_argument("--seed", type=int, help="base seed of the inputs (default: random, stored per row)")
-    ap.add_argument("--workers", type=int, help="compile processes (default: CPU cores, at most 16)")
+    ap.add_argument("--time-limit", type=positive_float, help="start no new row after this many seconds (resume later)")
+    ap.add_argument("--seed", type=nonneg_int, help="base seed of the inputs (default: random, stored per row)")
+    ap.add_argument("--workers", type=positive_int, help="compile processes (default: CPU cores, at most 16)")
     ap.add_argument("--summary", nargs="+", type=Path, metavar="FILE", help="print a summary of results files and exit")
     ap.add_argument("--list", action="store_true", help="list the shipped sweeps and exit")
     return ap
+
+
+DRY_RUN_GPU = "rtx4060"   # the default GPU of every analysis command (analyze.py); a real run uses the device
 
 
 def default_out(sweep: Sweep, gpu_key: str) -> Path:
@@ -784,6 +789,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     try:
         if args.summary:
+            for f in args.summary:
+                if not f.is_file():
+                    raise SweepError(f"--summary {f}: no such file")
             print(summarize(args.summary))
             return 0
         if args.list:
@@ -802,7 +810,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           seed=args.seed, workers=args.workers)
         if args.dry_run:
             from model.spec import load_gpu  # noqa: PLC0415
-            spec = load_gpu(args.gpu or "h200")
+            spec = load_gpu(args.gpu or DRY_RUN_GPU)
             dry_run(sweep, spec, args.out or default_out(sweep, spec.key), opts, sizes)
             return 0
         backend = CupyBackend()
