@@ -448,12 +448,74 @@ def _no_data_message(paths) -> str:
             "JSON Lines files or folders, e.g. `python analyze.py compare tests/fixtures/mini_h200.jsonl`")
 
 
+def score_predictions(preds: Sequence[dict], rows: Sequence[Measurement]) -> dict:
+    """Score predictions committed before measuring (``experiments/predict.py`` rows) against measured rows.
+
+    A prediction matches the latest ok, verified measurement with the same config key, M, N, K and GPU
+    key. Returns the :data:`STAT_KEYS` (fractions), ``n`` matched, ``n_predictions``, ``unmatched`` (no
+    measurement yet), ``no_prediction`` (the model refused the config), the models and commits that made
+    them, and ``by_rung``."""
+    measured: dict[tuple, Measurement] = {}
+    for r in scored(latest(rows)):
+        gkey = r.device.key or resolve_gpu(r.device).key
+        measured[(r.key, r.M, r.N, r.K, gkey)] = r
+    pred, meas, rungs = [], [], []
+    unmatched = refused = 0
+    for p in preds:
+        if p.get("flop_per_s") is None:
+            refused += 1
+            continue
+        m = measured.get((p.get("config"), p.get("M"), p.get("N"), p.get("K"), p.get("gpu_key")))
+        if m is None:
+            unmatched += 1
+            continue
+        pred.append(float(p["flop_per_s"]))
+        meas.append(float(m.flop_per_s))
+        rungs.append(m.rung)
+    if not pred:
+        raise NoDataError(f"none of the {len(preds)} predictions matches a measured row (same config key, "
+                          "M, N, K and GPU key, status ok and verified): measure the sweep first")
+    out = summary(pred, meas)
+    pa, ma, ra = np.array(pred), np.array(meas), np.array(rungs)
+    out["by_rung"] = {f"{q:02d}": summary(pa[ra == q], ma[ra == q]) for q in sorted(set(rungs))}
+    out.update(n_predictions=len(preds), unmatched=unmatched, no_prediction=refused,
+               models=sorted({str(p.get("model")) for p in preds}),
+               model_commits=sorted({str(p.get("model_commit")) for p in preds}),
+               sweeps=sorted({str(p.get("sweep")) for p in preds}))
+    return out
+
+
+def format_prediction_score(j: dict, path) -> str:
+    L = [f"Predictions in {path} (sweeps {', '.join(j['sweeps'])}; model {', '.join(j['models'])} at commit "
+         f"{', '.join(j['model_commits'])}), committed before the measurement, against the measured rows:",
+         f"{j['n']} matched of {j['n_predictions']} predictions ({j['unmatched']} not measured yet, "
+         f"{j['no_prediction']} the model refused)", ""]
+    for k, name, f in STAT_LABELS:
+        L.append(f"{name:28s} {f(j[k]):>10s}")
+    L += ["", f"{'rung':28s} {'n':>4s} {'MAPE':>8s} {'median':>8s} {'max':>8s} {'rho':>6s} {'<=10%':>7s} {'<=25%':>7s}"]
+    for key, s in j["by_rung"].items():
+        L.append(f"{_rung_name(key):28s} {s['n']:4d} {_pct(s['mape']):>8s} {_pct(s['median_ape']):>8s} "
+                 f"{_pct(s['max_ape']):>8s} {_rho(s['spearman']):>6s} {_pct(s['within_10']):>7s} "
+                 f"{_pct(s['within_25']):>7s}")
+    return "\n".join(L)
+
+
 def main(args) -> int:
-    """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline]``."""
+    """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline] [--predictions FILE]``."""
     paths = list(getattr(args, "data", None) or [])
     rows = load(paths)
     if not rows:
         raise NoDataError(_no_data_message(paths))
+    pfile = getattr(args, "predictions", None)
+    if pfile:
+        from experiments.predict import read_predictions
+        try:
+            preds = read_predictions(pfile)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+        j = score_predictions(preds, rows)
+        print(json.dumps(j, indent=2) if getattr(args, "json", False) else format_prediction_score(j, pfile))
+        return 0
     model = getattr(args, "model", "timing")
     c = compare(rows, predictor=_roofline_predictions if model == "roofline" else None)
     if getattr(args, "json", False):
