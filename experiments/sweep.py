@@ -225,9 +225,11 @@ def load_sweep(name_or_path: str | Path) -> Sweep:
     if not path.is_file():
         raise SweepError(f"no sweep {text!r} (file {path} not found); shipped sweeps: {', '.join(sweep_names())}")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise SweepError(f"{path}: not a text file (a sweep file is TOML)") from None
     return parse_sweep(data, path.stem, str(path))
 
 
