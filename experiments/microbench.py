@@ -297,15 +297,17 @@ def _median_event_time(cp, fn, reps: int = REPS, warmup: int = 3) -> tuple[float
 
 def _chain(cp, n_slots: int, slot_elems: int, total_elems: int, jitter_elems: int = 0, seed: int = 1):
     """A cyclic chase over ``n_slots`` slots ``slot_elems`` uint32 apart in random order (plus a random offset of
-    whole lines below ``jitter_elems``); returns (next array, first slot, slot order on the host)."""
-    rs = cp.random.RandomState(seed)
-    order = rs.permutation(n_slots).astype(cp.int64)
-    slots = order * slot_elems
+    whole 128-byte lines below ``jitter_elems``); returns (next array on the device, first slot)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    slots = rng.permutation(n_slots).astype(np.int64) * slot_elems
     if jitter_elems:
-        slots += rs.randint(0, jitter_elems // 32, size=n_slots).astype(cp.int64) * 32
+        slots += rng.integers(0, jitter_elems // 32, size=n_slots, dtype=np.int64) * 32
+    assert int(slots.max()) < total_elems < 2**32
     nxt = cp.zeros(total_elems, dtype=cp.uint32)
-    nxt[slots] = cp.roll(slots, -1).astype(cp.uint32)
-    return nxt, int(slots[:1].get()[0])
+    nxt[cp.asarray(slots)] = cp.asarray(np.roll(slots, -1).astype(np.uint32))
+    return nxt, int(slots[0])
 
 
 def run(log=print, state: dict | None = None) -> dict:

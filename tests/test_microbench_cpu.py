@@ -165,3 +165,27 @@ def test_cuda_source_compiles_for_every_shipped_arch() -> None:
             assert int(err) == 0, f"{arch}: {log.decode(errors='replace')}"
         finally:
             nv.nvrtcDestroyProgram(prog)
+
+
+def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
+    """The DRAM chase (numpy stands in for cupy): one line per 4 KiB page, one cycle, so the 4096 timed steps of
+    microbench never revisit a line (every step misses L2 after the flush)."""
+    import numpy as np
+
+    pages = (32 << 20) // 4096
+    nxt, start = mb._chain(np, pages, 1024, (32 << 20) // 4, jitter_elems=1024, seed=2)
+    j, seen = start, []
+    for _ in range(pages):
+        seen.append(j)
+        j = int(nxt[j])
+    assert j == start                                   # a single cycle ...
+    assert len({s // 1024 for s in seen}) == pages      # ... through every 4 KiB page once
+    assert all(s % 32 == 0 for s in seen)               # line-aligned (128 B = 32 uint32)
+    assert len({(s % 1024) for s in seen}) > 16         # lines at varied offsets within the page
+    assert pages > 16 + mb.STEPS                        # warm-up + timed steps fit in one pass
+    # the L2 chain: consecutive lines of a region, random order, one cycle
+    nxt, start = mb._chain(np, 1000, 32, 32000, seed=4)
+    j, n = int(nxt[start]), 1
+    while j != start:
+        j, n = int(nxt[j]), n + 1
+    assert n == 1000
