@@ -12,7 +12,7 @@ stored JSON on any machine (no GPU).
 
 Methods (the field names are those of :data:`model.spec.TIMING_FIELDS`):
 
-* ``sustained_clock_hz``: every SM runs independent FFMA chains (one full wave) for about 2 s in launches of
+* ``sustained_clock_hz``: every SM runs independent FFMA chains (one full wave) for about 3 s in launches of
   0.25 s; thread 0 of each block reads ``clock64`` and ``%globaltimer`` at its start and end; the clock is the
   median over blocks of (cycles / ns) in the last half of the launches. ``fp32_flop_per_s`` comes from the same
   launches (CUDA-event time).
@@ -58,7 +58,7 @@ SCHEMA_VERSION = 2
 TIMING_KEYS: tuple[str, ...] = tuple(f.key for f in TIMING_FIELDS)
 
 METHODS: dict[str, str] = {
-    "sustained_clock_hz": "clock64 cycles over %globaltimer ns of every block during ~2 s of FFMA load on all SMs "
+    "sustained_clock_hz": "clock64 cycles over %globaltimer ns of every block during ~3 s of FFMA load on all SMs "
                           "(one wave, 0.25 s launches), median over blocks of the last half of the launches",
     "l1_latency_cycles": "one-thread pointer chase of plain global loads (LDG, L1-cached) over 16 KiB (128 lines in random order, warmed), "
                          "clock64 cycles per step, 4096 steps",
@@ -432,7 +432,7 @@ def run(log=print, state: dict | None = None) -> dict:
         cp, lambda: k["empty"]((1,), (32,), ()), reps=reps, warmup=20)
     log(f"launch overhead {res['launch_overhead_s']:.3g} s queued, {extra['launch_overhead_host_s']:.3g} s from idle")
 
-    # ---- sustained clock and FP32 throughput under FFMA load: ~2 s, one full wave
+    # ---- sustained clock and FP32 throughput under FFMA load: ~3 s, one full wave
     threads = 256
     bps = max(1, min(threads_per_sm // threads, blocks_per_sm_max))
     blocks = sms * bps
@@ -445,7 +445,7 @@ def run(log=print, state: dict | None = None) -> dict:
     probe = 512
     t_probe, _ = _median_event_time(cp, lambda: ffma(probe), reps=3, warmup=1)
     iters = int(min(2**31 - 1, max(probe, probe * 0.25 / t_probe)))
-    n_launch = 8
+    n_launch = 12
     smi: list[Any] = []
     timer = None
     try:
