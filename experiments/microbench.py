@@ -390,12 +390,14 @@ def run(log=print, state: dict | None = None) -> dict:
     # check: the same window chased again from the same start now hits L2 (shows the chase is what misses)
     extra["dram_window_replayed_cycles"] = chase(k["chase_cg"], nxt, start, warm=16)
     del nxt
-    # DRAM with TLB misses: one random line per 64 KiB of a window of up to 1 GiB
+    # DRAM with TLB misses: one random line per 64 KiB of a window of up to 1 GiB (closer spacing on small GPUs)
     wide = int(min(1 << 30, n_bytes // 2)) // (64 << 10) * (64 << 10)
-    nxt, start = _chain(cp, wide // 65536, 16384, wide // 4, jitter_elems=16384, seed=3)
+    spacing = max(4096, min(65536, wide // (2 * STEPS)) // 4096 * 4096)   # enough slots for one pass
+    nxt, start = _chain(cp, wide // spacing, spacing // 4, wide // 4, jitter_elems=spacing // 4, seed=3)
     flush_l2()
     extra["dram_latency_wide_cycles"] = chase(k["chase_cg"], nxt, start, warm=16)
     extra["dram_latency_wide_window_bytes"] = wide
+    extra["dram_latency_wide_spacing_bytes"] = spacing
     del nxt
     # L2: lines of a quarter of the L2 in random order; one warm-up pass, then timed steps over L2 hits
     n_lines = max(l2 // 4 // LINE, 2 * STEPS)
