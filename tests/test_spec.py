@@ -104,7 +104,8 @@ def test_h200() -> None:
     assert 0.9 * 33.45e12 < g.timing["shared_bandwidth_bytes_per_s"] <= 33.45e12
     assert all("microbench" in g.sources[f"timing.{k}"] for k in g.timing if k != "sustained_clock_hz")
     # the clock under load: nvidia-smi read 1980 MHz during every sweep row
-    assert g.timing["sustained_clock_hz"] == 1.98e9 and "nvidia-smi" in g.sources["timing.sustained_clock_hz"]
+    assert g.timing["sustained_clock_hz"] == pytest.approx(1.98e9, rel=1e-3)
+    assert "clock64" in g.sources["timing.sustained_clock_hz"]
 
 
 def test_a100() -> None:
