@@ -191,14 +191,14 @@ def _intro() -> str:
 
 
 def _intensity_section(seed_gpu, ladder_preds) -> str:
-    from model.intensity import derive
+    from .cache import derivation
     from .plots import naive_seed_intensity
     K = SEED_SIZE[2]
     xi = naive_seed_intensity(K)
     dram = seed_gpu.dram_bandwidth_bytes_per_s
     lines = [f"## {SECTIONS[0]}", "",
              "FLOP per element accessed at each tiling level, counted and simplified symbolically.", "",
-             _cmd("python analyze.py derive --markdown"), "", derive().markdown(), "",
+             _cmd("python analyze.py derive --markdown"), "", derivation()["markdown"], "",
              "**What it means for the seed's GPU.** In bytes (4 per FP32 element) the naive kernel does "
              f"2K FLOPs per 4(2K + 1) bytes: {xi:.3f} FLOP/B at K = {K}. If every one of those bytes came "
              f"from DRAM, the {_name(seed_gpu)} ({dram / 1e9:.0f} GB/s) could run it at no more than "
@@ -222,15 +222,14 @@ def _intensity_section(seed_gpu, ladder_preds) -> str:
 
 
 def _occupancy_section(seed_gpu, h200, rows, figs: dict, root: Path) -> str:
-    from model.occupancy import derive_thread_limit
-    d = derive_thread_limit(seed_gpu)
+    from .cache import thread_limit_text
     lines = [f"## {SECTIONS[1]}", "",
              "The seed counts the thread slots of one RTX 4060 SM (SM x warp schedulers x 1 x warps per "
              "scheduler x threads per warp) and concludes that a 16x16 block (256 threads) fills it six times "
              "over while a 32x32 block (1024 threads) fits once and leaves 512 slots idle:", "",
              _cmd(f"python analyze.py derive --gpu {seed_gpu.key}") + " (last lines); "
              + _cmd(f"python analyze.py occupancy --gpu {seed_gpu.key} --threads 256"), "",
-             "```text", d.text(), "```", ""]
+             "```text", thread_limit_text(seed_gpu), "```", ""]
     seed_pairs = block_predictions(seed_gpu)
     verdict = ", ".join(f"{name}: {'16x16' if p16.time_s <= p32.time_s else '32x32'} faster"
                         for name, p16, p32 in seed_pairs)
