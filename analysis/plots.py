@@ -490,7 +490,7 @@ def build_occupancy(gpus: Sequence = None, notes: dict | None = None):
                          arrowprops={"arrowstyle": "->", "lw": 0.8, "color": "#333333"},
                          bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#999999", "lw": 0.6})
             top.plot([t], [o.blocks_per_sm], "o", ms=11, mfc="none", mec="k", mew=1.4, zorder=4)
-        top.set_title(f"{_gpu_name(gpu)} (CC {gpu.compute_capability}): {gpu.max_threads_per_sm} threads, "
+        top.set_title(f"{_gpu_name(gpu)} (CC {gpu.compute_capability})\n{gpu.max_threads_per_sm} threads, "
                       f"{gpu.max_blocks_per_sm} blocks per SM", fontsize=10)
         top.set_ylabel("resident blocks per SM")
         bot.set_ylabel("active threads per SM")
@@ -514,7 +514,7 @@ def build_occupancy(gpus: Sequence = None, notes: dict | None = None):
     fig.suptitle("Occupancy against block size: threads and resident blocks only"
                  + ("\n" if len(gpus) < 2 else " ") + "(no register or shared-memory pressure, as in the seed)",
                  fontsize=11)
-    fig.tight_layout()
+    fig.subplots_adjust(hspace=0.12, wspace=0.3, top=0.87)   # fixed layout: tight_layout would draw the figure once more
     return fig
 
 

@@ -140,7 +140,7 @@ def block_size_notes(gpus, rows=None, size=SEED_SIZE) -> dict:
             if m:
                 lines.append(f"  {'measured':11s} 16x16 {_ms(m[0]):>8s},        32x32 {_ms(m[1]):>8s}")
         if not any((gpu.key, name) in meas for name, _, _ in preds):
-            lines.append("  (predicted only: no measurements of this GPU in the data)")
+            lines.append("  (predicted only" + (": no measurements of this GPU in the data)" if rows else ")"))
         notes[gpu.key] = "\n".join(lines)
     return notes
 
