@@ -214,7 +214,11 @@ def _intensity_section(seed_gpu, ladder_preds) -> str:
                       + (f"about {p.flops / idram / 1e9:.3g} GB, an intensity of {idram:.1f} FLOP/B at DRAM. "
                          if idram else "a fraction of them. ")
                       + f"What limits it instead is `{p.bound}` ({p.binding.formula}). The roofline plot in "
-                      "section 4 marks the 0.25 FLOP/B line beside the measured naive kernels."]
+                      "section 4 marks the 0.25 FLOP/B line beside the measured naive kernels. "
+                      + _cmd(f"python analyze.py predict --gpu {seed_gpu.key} --config {p.config.key}")
+                      + " prints every limit of this prediction; "
+                      + _cmd(f"python analyze.py explain --gpu {seed_gpu.key} --config {p.config.key}")
+                      + " its per-level bytes."]
     lines += ["", "Shared-memory tiling raises the intensity seen by global memory to `2/(1/BM + 1/BN)` "
                   "elements; register tiling raises the intensity seen by shared memory to `2/(1/TM + 1/TN)`. "
                   "Which of these limits binds for each rung is section 3.", ""]
