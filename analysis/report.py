@@ -13,7 +13,6 @@ and a predictions-only roofline.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from .data import NoDataError, load
@@ -431,17 +430,9 @@ def _glossary(preds, cmp) -> str:
 
 
 def _progress(total: int):
-    """A tqdm bar on stderr (shown only on a terminal); a no-op object where tqdm is missing."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        class _No:
-            def update(self, n=1): pass
-            def set_description_str(self, s): pass
-            def close(self): pass
-        return _No()
-    return tqdm(total=total, desc="report", unit="step", file=sys.stderr, disable=None, leave=False,
-                bar_format="{desc}: {n}/{total} {bar} {elapsed}")
+    """A tqdm bar on stderr (shown only on a terminal)."""
+    from .cli import stages
+    return stages(total, "report")
 
 
 def build(out_dir, data_paths=None, progress: bool = False) -> dict:
@@ -452,7 +443,8 @@ def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     from . import plots
     from .compare import compare, _no_data_message
     bar = _progress(9) if progress else None
-    step = (lambda s: (bar.set_description_str(f"report: {s}"), bar.update(1))) if bar else (lambda s: None)
+    step = ((lambda s: (bar.set_description_str(f"report: {s}"), bar.update(1))) if bar is not None
+            else (lambda s: None))
     out_dir = Path(out_dir)
     fig_dir = out_dir / FIG_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -481,7 +473,7 @@ def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(parts).rstrip() + "\n", encoding="utf-8")
     step("written")
-    if bar:
+    if bar is not None:
         bar.close()
     return {"path": path, "figures": figs, "comparison": cmp, "no_data": no_data, "ladder": ladder,
             "seed_gpu": seed_gpu}
