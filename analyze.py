@@ -39,18 +39,17 @@ def _print_json(obj) -> None:
 
 def cmd_derive(args) -> int:
     gpu = _gpu(args.gpu)                 # before any output: a bad --gpu prints nothing but the error
-    from model.intensity import derive
-    from model.occupancy import derive_thread_limit
-    d = derive()
+    from analysis.cache import derivation, thread_limit_text
+    d = derivation()                     # SymPy's result, memoised per source (analysis/cache.py)
     if args.json:
-        _print_json(d.to_json())
+        _print_json(d["json"])
         return 0
     if args.markdown:
-        print(d.markdown())
+        print(d["markdown"])
         return 0
-    print(d.text())
+    print(d["text"])
     print("== Per-SM thread limit ==")
-    print(derive_thread_limit(gpu).text())
+    print(thread_limit_text(gpu))
     return 0
 
 

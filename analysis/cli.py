@@ -233,3 +233,24 @@ def check_text_file(p: Path, sniff: int = 4096) -> None:
     except UnicodeDecodeError as e:
         if e.start < len(head) - 4:     # not just a multi-byte character cut at the sniff boundary
             raise BadInput(f"{p}: not UTF-8 text (byte {e.start}); expected JSON Lines") from None
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_description_str(self, s: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def stages(total: int, desc: str):
+    """A progress bar of ``total`` stages on stderr (tqdm), shown only on a terminal; a no-op without tqdm."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return _NoBar()
+    return tqdm(total=total, desc=desc, file=sys.stderr, disable=None, leave=False,
+                bar_format="{desc}: {n}/{total} {bar} {elapsed}")

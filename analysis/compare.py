@@ -544,10 +544,15 @@ def format_prediction_score(j: dict, path) -> str:
 
 def main(args) -> int:
     """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline] [--predictions FILE]``."""
+    from .cli import stages
     paths = list(getattr(args, "data", None) or [])
+    bar = stages(2, "compare: loading")
     rows = load(paths)
+    bar.update()
     if not rows:
+        bar.close()
         raise NoDataError(_no_data_message(paths))
+    bar.set_description_str(f"compare: predicting {len(rows)} rows")
     pfile = getattr(args, "predictions", None)
     if pfile:
         from experiments.predict import read_predictions
@@ -556,10 +561,12 @@ def main(args) -> int:
         except ValueError as e:
             raise DataError(str(e)) from None
         j = score_predictions(preds, rows)
+        bar.close()
         print(json.dumps(j, indent=2) if getattr(args, "json", False) else format_prediction_score(j, pfile))
         return 0
     model = getattr(args, "model", "timing")
     c = compare(rows, predictor=_roofline_predictions if model == "roofline" else None)
+    bar.close()
     if getattr(args, "json", False):
         print(json.dumps(c.to_json(), indent=2))
     else:

@@ -490,7 +490,7 @@ def build_occupancy(gpus: Sequence = None, notes: dict | None = None):
                          arrowprops={"arrowstyle": "->", "lw": 0.8, "color": "#333333"},
                          bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#999999", "lw": 0.6})
             top.plot([t], [o.blocks_per_sm], "o", ms=11, mfc="none", mec="k", mew=1.4, zorder=4)
-        top.set_title(f"{_gpu_name(gpu)} (CC {gpu.compute_capability}): {gpu.max_threads_per_sm} threads, "
+        top.set_title(f"{_gpu_name(gpu)} (CC {gpu.compute_capability})\n{gpu.max_threads_per_sm} threads, "
                       f"{gpu.max_blocks_per_sm} blocks per SM", fontsize=10)
         top.set_ylabel("resident blocks per SM")
         bot.set_ylabel("active threads per SM")
@@ -514,7 +514,7 @@ def build_occupancy(gpus: Sequence = None, notes: dict | None = None):
     fig.suptitle("Occupancy against block size: threads and resident blocks only"
                  + ("\n" if len(gpus) < 2 else " ") + "(no register or shared-memory pressure, as in the seed)",
                  fontsize=11)
-    fig.tight_layout()
+    fig.subplots_adjust(hspace=0.12, wspace=0.3, top=0.87)   # fixed layout: tight_layout would draw the figure once more
     return fig
 
 
@@ -598,22 +598,55 @@ def errors(cmp, out) -> Path:
 # --------------------------------------------------------------------------------------------------
 
 
-def all_plots(cmp, outdir, gpu=None, notes: dict | None = None, progress=None) -> dict[str, Path]:
+_JOB: dict = {}   # what forked workers of all_plots read (inherited, never pickled)
+
+
+def _render(kind: str) -> tuple[str, Path]:
+    j = _JOB
+    out = j["outdir"] / f"{kind}.png"
+    if kind == "occupancy":
+        return kind, occupancy(out, notes=j["notes"])
+    if j["cmp"] is None:
+        return kind, roofline(None, out, gpu=j["gpu"])
+    return kind, {"roofline": roofline, "scatter": scatter, "sizes": sizes, "errors": errors}[kind](j["cmp"], out)
+
+
+def all_plots(cmp, outdir, gpu=None, notes: dict | None = None, progress=None, workers: int | None = None
+              ) -> dict[str, Path]:
     """Every plot into ``outdir`` (``<kind>.png``). With ``cmp=None`` only the data-free ones: the
-    occupancy plot and a predictions-only roofline of ``gpu`` (when given)."""
+    occupancy plot and a predictions-only roofline of ``gpu`` (when given).
+
+    The plots are independent, so they are drawn by ``workers`` forked processes (default: the CPU count,
+    at most 4; 1 draws them here), which inherit ``cmp`` instead of recomputing it; ``progress(kind)`` is
+    called as each one is written."""
+    import os
     outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
     tick = progress or (lambda name: None)
-    out = {}
-    if cmp is not None:
-        for kind, fn in (("roofline", roofline), ("scatter", scatter), ("sizes", sizes), ("errors", errors)):
-            out[kind] = fn(cmp, outdir / f"{kind}.png")
-            tick(kind)
-    elif gpu is not None:
-        out["roofline"] = roofline(None, outdir / "roofline.png", gpu=gpu)
-        tick("roofline")
-    out["occupancy"] = occupancy(outdir / "occupancy.png", notes=notes)
-    tick("occupancy")
-    return out
+    kinds = (["roofline", "scatter", "sizes", "errors"] if cmp is not None else
+             (["roofline"] if gpu is not None else [])) + ["occupancy"]
+    _JOB.clear()
+    _JOB.update(cmp=cmp, gpu=gpu, notes=notes, outdir=outdir)
+    workers = min(4, os.cpu_count() or 1) if workers is None else workers
+    out: dict[str, Path] = {}
+    try:
+        import multiprocessing as mp
+        ctx = mp.get_context("fork") if workers > 1 and "fork" in mp.get_all_start_methods() else None
+    except (ImportError, ValueError):
+        ctx = None
+    if ctx is None:
+        for k in kinds:
+            out[k] = _render(k)[1]
+            tick(k)
+        return out
+    _figure(1, 1)                       # import matplotlib once, before forking
+    # the slowest first, so that the pool finishes together
+    order = sorted(kinds, key=["occupancy", "roofline", "scatter", "sizes", "errors"].index)
+    with ctx.Pool(min(workers, len(order))) as pool:
+        for k, path in pool.imap_unordered(_render, order):
+            out[k] = path
+            tick(k)
+    return {k: out[k] for k in kinds}
 
 
 def main(args) -> int:

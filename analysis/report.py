@@ -13,7 +13,6 @@ and a predictions-only roofline.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from .data import NoDataError, load
@@ -140,7 +139,7 @@ def block_size_notes(gpus, rows=None, size=SEED_SIZE) -> dict:
             if m:
                 lines.append(f"  {'measured':11s} 16x16 {_ms(m[0]):>8s},        32x32 {_ms(m[1]):>8s}")
         if not any((gpu.key, name) in meas for name, _, _ in preds):
-            lines.append("  (predicted only: no measurements of this GPU in the data)")
+            lines.append("  (predicted only" + (": no measurements of this GPU in the data)" if rows else ")"))
         notes[gpu.key] = "\n".join(lines)
     return notes
 
@@ -191,14 +190,14 @@ def _intro() -> str:
 
 
 def _intensity_section(seed_gpu, ladder_preds) -> str:
-    from model.intensity import derive
+    from .cache import derivation
     from .plots import naive_seed_intensity
     K = SEED_SIZE[2]
     xi = naive_seed_intensity(K)
     dram = seed_gpu.dram_bandwidth_bytes_per_s
     lines = [f"## {SECTIONS[0]}", "",
              "FLOP per element accessed at each tiling level, counted and simplified symbolically.", "",
-             _cmd("python analyze.py derive --markdown"), "", derive().markdown(), "",
+             _cmd("python analyze.py derive --markdown"), "", derivation()["markdown"], "",
              "**What it means for the seed's GPU.** In bytes (4 per FP32 element) the naive kernel does "
              f"2K FLOPs per 4(2K + 1) bytes: {xi:.3f} FLOP/B at K = {K}. If every one of those bytes came "
              f"from DRAM, the {_name(seed_gpu)} ({dram / 1e9:.0f} GB/s) could run it at no more than "
@@ -214,7 +213,11 @@ def _intensity_section(seed_gpu, ladder_preds) -> str:
                       + (f"about {p.flops / idram / 1e9:.3g} GB, an intensity of {idram:.1f} FLOP/B at DRAM. "
                          if idram else "a fraction of them. ")
                       + f"What limits it instead is `{p.bound}` ({p.binding.formula}). The roofline plot in "
-                      "section 4 marks the 0.25 FLOP/B line beside the measured naive kernels."]
+                      "section 4 marks the 0.25 FLOP/B line beside the measured naive kernels. "
+                      + _cmd(f"python analyze.py predict --gpu {seed_gpu.key} --config {p.config.key}")
+                      + " prints every limit of this prediction; "
+                      + _cmd(f"python analyze.py explain --gpu {seed_gpu.key} --config {p.config.key}")
+                      + " its per-level bytes."]
     lines += ["", "Shared-memory tiling raises the intensity seen by global memory to `2/(1/BM + 1/BN)` "
                   "elements; register tiling raises the intensity seen by shared memory to `2/(1/TM + 1/TN)`. "
                   "Which of these limits binds for each rung is section 3.", ""]
@@ -222,15 +225,14 @@ def _intensity_section(seed_gpu, ladder_preds) -> str:
 
 
 def _occupancy_section(seed_gpu, h200, rows, figs: dict, root: Path) -> str:
-    from model.occupancy import derive_thread_limit
-    d = derive_thread_limit(seed_gpu)
+    from .cache import thread_limit_text
     lines = [f"## {SECTIONS[1]}", "",
              "The seed counts the thread slots of one RTX 4060 SM (SM x warp schedulers x 1 x warps per "
              "scheduler x threads per warp) and concludes that a 16x16 block (256 threads) fills it six times "
              "over while a 32x32 block (1024 threads) fits once and leaves 512 slots idle:", "",
              _cmd(f"python analyze.py derive --gpu {seed_gpu.key}") + " (last lines); "
              + _cmd(f"python analyze.py occupancy --gpu {seed_gpu.key} --threads 256"), "",
-             "```text", d.text(), "```", ""]
+             "```text", thread_limit_text(seed_gpu), "```", ""]
     seed_pairs = block_predictions(seed_gpu)
     verdict = ", ".join(f"{name}: {'16x16' if p16.time_s <= p32.time_s else '32x32'} faster"
                         for name, p16, p32 in seed_pairs)
@@ -428,17 +430,9 @@ def _glossary(preds, cmp) -> str:
 
 
 def _progress(total: int):
-    """A tqdm bar on stderr (shown only on a terminal); a no-op object where tqdm is missing."""
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        class _No:
-            def update(self, n=1): pass
-            def set_description_str(self, s): pass
-            def close(self): pass
-        return _No()
-    return tqdm(total=total, desc="report", unit="step", file=sys.stderr, disable=None, leave=False,
-                bar_format="{desc}: {n}/{total} {bar} {elapsed}")
+    """A tqdm bar on stderr (shown only on a terminal)."""
+    from .cli import stages
+    return stages(total, "report")
 
 
 def build(out_dir, data_paths=None, progress: bool = False) -> dict:
@@ -449,7 +443,8 @@ def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     from . import plots
     from .compare import compare, _no_data_message
     bar = _progress(9) if progress else None
-    step = (lambda s: (bar.set_description_str(f"report: {s}"), bar.update(1))) if bar else (lambda s: None)
+    step = ((lambda s: (bar.set_description_str(f"report: {s}"), bar.update(1))) if bar is not None
+            else (lambda s: None))
     out_dir = Path(out_dir)
     fig_dir = out_dir / FIG_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -478,7 +473,7 @@ def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(parts).rstrip() + "\n", encoding="utf-8")
     step("written")
-    if bar:
+    if bar is not None:
         bar.close()
     return {"path": path, "figures": figs, "comparison": cmp, "no_data": no_data, "ladder": ladder,
             "seed_gpu": seed_gpu}

@@ -10,7 +10,6 @@ order). ``python analyze.py compare --predictions FILE DATA`` scores them agains
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys

@@ -109,6 +109,8 @@ CASES = [
     (sw.main, ["ladder", "--dry-run", "--time-limit", "-5"]),
     (sw.main, ["ladder", "--dry-run", "--reps", "5"]),
     (sw.main, ["{bin.toml}", "--dry-run"]),
+    (sw.main, ["ladder", "--dry-run", "--out", "{notes.txt}"]),       # --out that is not a results file
+    (sw.main, ["ladder", "--dry-run", "--out", LADDER]),             # rows of the H200, a dry run on the RTX 4060
     # experiments.predict
     (exp_predict.main, ["nosuch"]),
     (exp_predict.main, ["ladder", "--gpu", "nope"]),

@@ -89,7 +89,6 @@ def test_report_reads_the_models_predictions(tmp_path: Path, monkeypatch) -> Non
         return p
 
     monkeypatch.setattr(timing, "predict", slow_32)
-    g = report.load_gpu("rtx4060") if hasattr(report, "load_gpu") else None
     from model.spec import load_gpu
     (_, p16, p32), *_ = report.block_predictions(load_gpu("rtx4060"))
     assert p32.time_s > p16.time_s

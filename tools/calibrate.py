@@ -14,7 +14,6 @@ cross-validated.
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import sys

@@ -15,7 +15,6 @@ and re-target them after that lands. The score is killed / (killed + survived).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil

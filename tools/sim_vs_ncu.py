@@ -10,7 +10,6 @@ the file is missing.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
