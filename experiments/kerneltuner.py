@@ -196,10 +196,10 @@ class ModelStrategy:
                 if i is None:
                     break
                 cost = cost_func(list(configs[i]), check_restrictions=False)
-                self.order.append(cfgs[i].key)
                 guide.record(i, cost / 1e3 if cost is not None and math.isfinite(cost) and cost < 1e300 else None)
         except StopCriterionReached:
             pass
+        self.order = [config_of([r[n] for n in names], names).key for r in cost_func.results]
         return cost_func.results
 
 
