@@ -101,3 +101,28 @@ def test_measure_tasks_is_one_call_per_task_list() -> None:
     assert [t for t, _, _ in res] == tasks
     assert all(m.status == "ok" and cub.status == "ok" for _, m, cub in res)
     assert sum(k == "00:" for k, _ in be.runs) == 2        # cuBLAS once per size
+
+
+def test_tune_full_sweep_is_the_tune_space_at_new_sizes() -> None:
+    tasks, _ = sw.load_sweep("tune_full").tasks(H200)
+    sizes = {t.size for t in tasks}
+    assert sizes == {(3584, 3584, 3584), (256, 8192, 4096), (8192, 8192, 128)}
+    seen = {t.size for n in sw.sweep_names() if n != "tune_full" for t in sw.load_sweep(n).tasks(H200)[0]}
+    assert not sizes & seen
+    assert {t.config for t in tasks} == set(tu.space(H200, [6], sweep="tune_full")) == set(tu.space(H200, [6]))
+
+
+def test_score_tune(tmp_path) -> None:
+    from experiments import score_tune as st
+
+    def row(key, size, gf, rank=None):
+        return {"config_key": key, "label": key, "rung": 6, "M": size[0], "N": size[1], "K": size[2], "status": "ok",
+                "flop_per_s": gf * 1e9, "cublas_flop_per_s": 50e12, "model": {"rank": rank, "space": 3}}
+    s1, s2 = (64, 64, 64), (32, 32, 32)
+    tune = [row("a", s1, 100, 1), row("b", s1, 98, 2), row("a", s2, 90, 1), row("c", s2, 95, 3)]
+    full = [row("a", s1, 101), row("b", s1, 99), row("c", s1, 100), row("a", s2, 90), row("b", s2, 100), row("c", s2, 96)]
+    res = {tuple(e["size"]): e for e in st.score(tune, full)}
+    assert res[s1]["within_tol"] and res[s1]["winner_rank_in_full"] == 1 and res[s1]["gap"] == pytest.approx(0.01)
+    assert not res[s2]["within_tol"] and res[s2]["gap"] == pytest.approx(100 / 95 - 1)
+    assert res[s2]["model_first_pick_gap"] == pytest.approx(100 / 90 - 1) and res[s2]["measured"] == 2
+    assert st.main([str(tmp_path / "none.jsonl"), str(tmp_path / "none2.jsonl")]) == 2
