@@ -21,10 +21,10 @@ Tunable parameters are ``RUNG`` followed by the union of the rungs' template par
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
-import statistics
 import sys
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -38,8 +38,10 @@ FAILED = "RuntimeFailedConfig"
 
 
 def kernel_tuner_available() -> tuple[bool, str]:
+    import importlib.util
     try:
-        import kernel_tuner  # noqa: F401
+        if importlib.util.find_spec("kernel_tuner") is None:
+            raise ImportError("no module named 'kernel_tuner'")
     except ImportError as exc:
         return False, f"kernel_tuner is not installed (pip install -r requirements-tuning.txt): {exc}"
     return True, ""
@@ -259,10 +261,9 @@ def tune_live(size: Sequence[int], rung: int = 6, budget: int = 8, gpu: str | No
     M, N, K = (int(x) for x in size)
     g0 = dict(grid or DEFAULT_GRIDS[rung])
     src = (Path(__file__).resolve().parent.parent / "gpu" / "kernels" / RUNGS[rung].file).read_text()
-    names = ["RUNG"] + list(RUNGS[rung].params)
     tune_params = {"RUNG": [rung], **{n: list(g0[n]) for n in RUNGS[rung].params}}
     threads = sorted({geometry(KernelConfig.make(rung, **dict(zip(RUNGS[rung].params, v)))).threads
-                      for v in __import__("itertools").product(*(g0[n] for n in RUNGS[rung].params))})
+                      for v in itertools.product(*(g0[n] for n in RUNGS[rung].params))})
     tune_params["block_size_x"] = [t for t in threads if 0 < t <= 1024]
 
     def ok(p):
@@ -282,7 +283,8 @@ def tune_live(size: Sequence[int], rung: int = 6, budget: int = 8, gpu: str | No
                        block_size_names=["block_size_x"], smem_args=smem, lang="cupy",
                        answer=[None, None, ref, None, None, None], atol=1e-2 * math.sqrt(K),
                        strategy=ModelStrategy(spec, (M, N, K)), strategy_options={"max_fevals": budget},
-                       cache=cache, compiler_options=["-std=c++17"])
+                       cache=cache, compiler_options=["-std=c++17"],
+                       defines={"kernel_tuner": 1})   # no #define per parameter: they are template names
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -294,7 +294,6 @@ def tune(gpu_backend, size, cfgs: Sequence[KernelConfig], out: Path, *, budget: 
     done_keys(results, spec.key)       # refuses another GPU's file
     previous = {r["config_key"]: r for r in results.rows
                 if (r["M"], r["N"], r["K"]) == size and r.get("status") is not None}
-    index = {c.key: i for i, c in enumerate(cfgs)}
     run_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
     problems = Problems(seed=opts.seed if opts.seed is not None else int(time.time()) % (2**31))
     prm = load_params()

@@ -36,9 +36,9 @@ import hashlib
 import json
 import sys
 import warnings
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -157,21 +157,6 @@ def _lanes(threads: int):
     return tid, tid < threads, tpad
 
 
-def _active_rows(n_active_per_slot: Iterable[int]) -> int:
-    """Warp instructions with at least one active lane when lanes 0..n-1 of a slot are active."""
-    return sum(-(-max(0, n) // WARP_SIZE) for n in n_active_per_slot)
-
-
-def _slot_active(threads: int, elements: int) -> list[int]:
-    """Active threads per slot of a linear tile loop ``for i = tid; i < elements; i += threads``."""
-    return [min(threads, elements - threads * s) for s in range(-(-elements // threads))]
-
-
-def _rows_active(threads: int, elements: int) -> int:
-    """Warp rows with an active lane of that loop (threads padded to whole warps, slot by slot)."""
-    return sum(-(-n // WARP_SIZE) for n in _slot_active(threads, elements))
-
-
 def _mode_residue(dims: Sequence[Sequence[tuple[int, int]]]) -> int:
     """The most common tile-origin residue mod 8 over the interior (block, tile) pairs, ties to the
     smallest (as :func:`model.simulate.simulate` picks its interior representative). ``dims``: per
@@ -203,7 +188,7 @@ def _dim(starts: Sequence[int], coef: int, full: Sequence[bool] | None = None) -
 @functools.lru_cache(maxsize=None)
 def _residues(naive: bool, BM: int, BN: int, BK: int) -> dict[str, int]:
     """Interior residue of the A, B (per K tile) and C (per block) origins at the probe size."""
-    M, N, K = 2 * BM, 2 * BN, max(64, 4 * BK)
+    N, K = 2 * BN, max(64, 4 * BK)      # probe_size: M = 2 BM (its residues do not depend on M)
     kt = 1 if naive else BK
     T = -(-K // kt)
     ms, ns = [0, BM], [0, BN]
@@ -342,7 +327,7 @@ def closed_form_counts(cfg: KernelConfig):
     if r == 0:
         raise ConfigError("cuBLAS (rung 00) has no index maps to simulate", limit="rung")
     g = geometry(cfg)
-    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)     # probe_size(cfg)
+    N, K = 2 * g.BN, max(64, 4 * g.BK)     # probe_size(cfg) (M = 2 BM)
     NT = g.threads
     warps = -(-NT // WARP_SIZE)
     rho = _residues(r == 1, g.BM, g.BN, g.BK)

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, replace
-
 import pytest
 
 from model import counts

@@ -2,7 +2,6 @@
 comparison table read from its committed results."""
 from __future__ import annotations
 
-import json
 import math
 
 import pytest

@@ -9,7 +9,6 @@ import pytest
 
 from experiments import sweep as sw
 from experiments import tune as tu
-from model.registry import KernelConfig
 from model.spec import load_gpu, list_gpus
 from tests.test_sweep_cpu import FakeBackend
 
