@@ -38,7 +38,7 @@ import sys
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -85,12 +85,35 @@ def simulator_digest() -> str:
     return f"sim-{_digest(SIMULATOR_FILE)}-facts-{_digest(PLAN_FACTS_FILE)}"
 
 
+class _LazyCounts(Mapping):
+    """{config key: BlockIteration}, each built from the file's JSON on first use."""
+
+    def __init__(self, raw: dict) -> None:
+        self._raw, self._done = raw, {}
+
+    def __getitem__(self, key: str):
+        hit = self._done.get(key)
+        if hit is None:
+            from .simulate import BlockIteration
+            hit = self._done[key] = BlockIteration(**self._raw[key])
+        return hit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+
 class CountsCache:
     """The counts of a cache file, usable only when its digest equals :func:`simulator_digest`."""
 
     def __init__(self, path: Path = COUNTS_FILE) -> None:
         self.path = Path(path)
-        self.counts: dict[str, object] = {}
+        self.counts: Mapping[str, object] = {}
         self.digest: str | None = None
         self.closed_form_checked = False
         self.stale_reason: str | None = None
@@ -106,8 +129,7 @@ class CountsCache:
             self.stale_reason = (f"{self.path} was made for {self.digest}, the simulator / sm_90 facts are now "
                                  f"{simulator_digest()}")
             return
-        from .simulate import BlockIteration
-        self.counts = {k: BlockIteration(**v) for k, v in d["counts"].items()}
+        self.counts = _LazyCounts(d["counts"])
         self.closed_form_checked = bool(d.get("closed_form_checked"))
 
     @property
@@ -129,9 +151,9 @@ def steady_counts(cfg: KernelConfig, cache_path: str | Path | None = None):
     ``plan="sass"``): from the fresh cache, else the closed form when it was checked against the
     current simulator, else the simulator itself."""
     c = _cache(str(cache_path or COUNTS_FILE))
-    hit = c.counts.get(cfg.key)
-    if hit is not None:
-        return hit
+    key = cfg.key
+    if key in c.counts:
+        return c.counts[key]
     if c.fresh and c.closed_form_checked:
         return closed_form_counts(cfg)
     return simulated_counts(cfg)
