@@ -125,3 +125,14 @@ def test_score_tune(tmp_path) -> None:
     assert not res[s2]["within_tol"] and res[s2]["gap"] == pytest.approx(100 / 95 - 1)
     assert res[s2]["model_first_pick_gap"] == pytest.approx(100 / 90 - 1) and res[s2]["measured"] == 2
     assert st.main([str(tmp_path / "none.jsonl"), str(tmp_path / "none2.jsonl")]) == 2
+
+
+def test_cli_on_a_fake_gpu_prints_the_winner(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sw, "CupyBackend", FakeBackend)
+    out = tmp_path / "t.jsonl"
+    assert tu.main(["--size", "128", "256", "64", "--rungs", "6", "--sweep", "tune_full", "--budget", "3",
+                    "--out", str(out), "--gpu", "h200"]) == 0
+    text = capsys.readouterr().out
+    assert "winner at 128x256x64:" in text and "% of cuBLAS" in text and "3 of 327 configs measured" in text
+    assert len(out.read_text().splitlines()) == 3
+    assert tu.main(["--size", "128", "256", "64", "--budget", "3", "--out", str(out), "--gpu", "a100"]) == 2
