@@ -223,10 +223,13 @@ class Problems:
 
 
 def measure_tasks(tasks: Sequence[Task], backend, opts: RunOptions | None = None, *, problems: Problems | None = None,
-                  log: Callable[[str], None] = lambda s: None) -> list[tuple[Task, object, object]]:
+                  log: Callable[[str], None] = lambda s: None,
+                  on_result: Callable[[Task, object, object], None] | None = None) -> list[tuple[Task, object, object]]:
     """Verify and time every task on ``backend`` exactly as a sweep does (compile up front, inputs and
     cuBLAS once per size, :meth:`backend.run`); returns ``[(task, measurement, cublas measurement)]``
-    in task order. Pass ``problems`` to keep the inputs (and the cuBLAS time) across calls."""
+    in task order. Pass ``problems`` to keep the inputs (and the cuBLAS time) across calls, and
+    ``on_result(task, measurement, cublas)`` to record each result as soon as it exists (a lost device
+    then loses no measurement)."""
     from gpu.errors import DeviceLost  # noqa: PLC0415
 
     opts = opts or RunOptions()
@@ -245,8 +248,12 @@ def measure_tasks(tasks: Sequence[Task], backend, opts: RunOptions | None = None
             except DeviceLost as exc:
                 if exc.measurement is not None:
                     out.append((t, exc.measurement, cublas))
+                    if on_result is not None:
+                        on_result(t, exc.measurement, cublas)
                 raise
             out.append((t, m, cublas))
+            if on_result is not None:
+                on_result(t, m, cublas)
     finally:
         if own:
             problems.free(backend)
@@ -328,11 +335,13 @@ def tune(gpu_backend, size, cfgs: Sequence[KernelConfig], out: Path, *, budget: 
                         todo.append(i)
                 if not todo:
                     continue
-                res = measure([Task(cfgs[i], *size) for i in todo], backend, opts, problems=problems,
-                              log=lambda s: log("  " + s))
-                if gpu_block is None:
-                    gpu_block = backend.gpu_block()
-                for i, (task, m, cublas) in zip(todo, res):
+                by_key = {cfgs[i].key: i for i in todo}
+
+                def record(task, m, cublas) -> None:
+                    nonlocal gpu_block, measured_now
+                    if gpu_block is None:
+                        gpu_block = backend.gpu_block()
+                    i = by_key[task.config.key]
                     row = make_row(m, sweep=TUNE_SWEEP, run_id=run_id, gpu=gpu_block, cublas=cublas)
                     row["model"] = {"time_s": float(pred[i]), "flop_per_s": 2.0 * math.prod(size) / float(pred[i]),
                                     "rank": int(np.flatnonzero(guide.order == i)[0]) + 1, "space": len(cfgs),
@@ -344,6 +353,9 @@ def tune(gpu_backend, size, cfgs: Sequence[KernelConfig], out: Path, *, budget: 
                     rate = f"{m.flop_per_s / 1e9:7.0f} GFLOP/s" if m.status == "ok" else m.status
                     log(f"  #{row['model']['rank']:<5} {task.config.label:<34} {rate}  "
                         f"(model {row['model']['flop_per_s'] / 1e9:.0f})")
+
+                measure([Task(cfgs[i], *size) for i in todo], backend, opts, problems=problems,
+                        log=lambda s: log("  " + s), on_result=record)
     finally:
         problems.free(backend)
     ok = [r for r in rows if r.get("status") == "ok"]

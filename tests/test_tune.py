@@ -136,3 +136,15 @@ def test_cli_on_a_fake_gpu_prints_the_winner(tmp_path, monkeypatch, capsys) -> N
     assert "winner at 128x256x64:" in text and "% of cuBLAS" in text and "3 of 327 configs measured" in text
     assert len(out.read_text().splitlines()) == 3
     assert tu.main(["--size", "128", "256", "64", "--budget", "3", "--out", str(out), "--gpu", "a100"]) == 2
+
+
+def test_a_lost_device_loses_no_measurement(tmp_path) -> None:
+    from gpu.errors import DeviceLost
+    cfgs = tu.space(H200, [6])[:40]
+    pred = tu.rank(H200, cfgs, [(256, 512, 128)])[:, 0]
+    third = cfgs[int(np.argsort(pred, kind="stable")[2])].key
+    out = tmp_path / "t.jsonl"
+    with pytest.raises(DeviceLost):
+        tu.tune(FakeBackend(lose_on=third), (256, 512, 128), cfgs, out, budget=6, log=lambda s: None)
+    rows = [json.loads(l) for l in out.read_text().splitlines()]
+    assert [r["status"] for r in rows] == ["ok", "ok", "launch_error"] and rows[2]["config_key"] == third
