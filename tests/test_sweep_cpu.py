@@ -28,7 +28,7 @@ H200 = load_gpu("h200")
 
 
 def test_shipped_sweeps_load() -> None:
-    assert {"blocks", "edge_dev", "holdout", "ladder", "regtile", "splitk", "warptile"} <= set(sw.sweep_names())
+    assert {"blocks", "edge_dev", "holdout", "ladder", "regtile", "splitk", "tune_full", "warptile"} <= set(sw.sweep_names())
     for name in sw.sweep_names():
         s = sw.load_sweep(name)
         assert s.name == name and s.description and s.groups
