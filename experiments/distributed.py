@@ -562,8 +562,9 @@ def run_distributed(sweep: Sweep, engine: EngineOptions, *, out: Path | None = N
                 path = out if out is not None else default_out(sweep, key)
                 tasks, dropped = sweep.tasks(g.spec, sizes)
                 results = read_results(path)
-                if repair(results):
-                    log(f"{path}: cut off an incomplete last line (a run was killed while writing it)")
+                what = repair(results)      # mends a last line cut off mid-write (and locks the file)
+                if what:
+                    log(f"{path}: {what if isinstance(what, str) else 'cut off an incomplete last line'}")
                 done[key] = done_keys(results, key)
                 pending = [t for t in tasks if t.key not in done[key]]
                 counts["skipped"] = counts.get("skipped", 0) + len(tasks) - len(pending)
@@ -615,6 +616,10 @@ def run_distributed(sweep: Sweep, engine: EngineOptions, *, out: Path | None = N
         finally:
             for w in writers.values():
                 w.close()
+            from experiments import sweep as _sw  # noqa: PLC0415
+            for p in paths.values():
+                if hasattr(_sw, "unlock_results"):
+                    _sw.unlock_results(p)
     log(f"sweep {sweep.name}: rows written to {', '.join(str(p) for p in paths.values())} in "
         f"{time.monotonic() - t0:.1f} s: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     return counts

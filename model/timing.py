@@ -181,15 +181,13 @@ class Profile:
 
 @lru_cache(maxsize=100_000)
 def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profile:
+    from .counts import steady_counts
     from .facts import facts_for
-    from .simulate import simulate
 
     g = geometry(cfg)
-    # Counts of one steady-state tile: an interior-only problem of two tiles per dimension and a K long
-    # enough that rows of A lie in different 128-byte lines (as at any real size).
-    probe = (2 * g.BM, 2 * g.BN, max(64, 4 * g.BK))
-    sim = simulate(cfg, *probe, plan="sass")
-    b = sim.per_block_iteration
+    # Counts of one steady-state tile: the simulator's at an interior-only probe size (two tiles per
+    # dimension, K = max(64, 4 BK)), served by model/counts.py from its versioned cache or closed form.
+    b = steady_counts(cfg)
     f = facts_for(cfg, arch)
     regs = registers or (f.registers if f is not None else None) or min_registers(g)
     ffma_per_warp_iteration = b.ffma_warp / max(b.warps, 1)
