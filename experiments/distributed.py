@@ -202,6 +202,7 @@ class BatchResult:
     worker: str | None
     identity: Mapping[str, Any]
     lost: bool = False              # the CUDA context died: the worker must be restarted
+    measurements: list = field(default_factory=list)   # (Measurement, cuBLAS Measurement) per row
 
 
 def _problem(backend, size: Size, seed: int, ctx: RunContext):
@@ -232,6 +233,7 @@ def measure_batch(batch: Sequence[tuple[Task, int]], ctx: RunContext) -> BatchRe
 
     backend = _backend(ctx.factory)
     rows: list[dict] = []
+    ms: list = []
     for task, seed in batch:
         problem, cublas, gpu = _problem(backend, task.size, seed, ctx)
         try:
@@ -239,10 +241,12 @@ def measure_batch(batch: Sequence[tuple[Task, int]], ctx: RunContext) -> BatchRe
         except DeviceLost as exc:
             if exc.measurement is not None:
                 rows.append(make_row(exc.measurement, sweep=ctx.sweep, run_id=ctx.run_id, gpu=gpu, cublas=cublas))
+                ms.append((exc.measurement, cublas))
             _STATE.clear()
-            return BatchResult(rows, _worker_address(), gpu, lost=True)
+            return BatchResult(rows, _worker_address(), gpu, lost=True, measurements=ms)
         rows.append(make_row(m, sweep=ctx.sweep, run_id=ctx.run_id, gpu=gpu, cublas=cublas))
-    return BatchResult(rows, _worker_address(), dict(_STATE["identity"]))
+        ms.append((m, cublas))
+    return BatchResult(rows, _worker_address(), dict(_STATE["identity"]), measurements=ms)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -438,7 +442,7 @@ class _Runner:
     """Submits one Dask task per batch of rows and hands every returned row to ``sink`` once."""
 
     def __init__(self, client, engine: EngineOptions, ctx: RunContext, groups: dict[str, _Group],
-                 sink: Callable[[dict], bool], log: Callable[[str], None]) -> None:
+                 sink: Callable[..., bool], log: Callable[[str], None]) -> None:
         self.client, self.engine, self.ctx, self.groups = client, engine, ctx, groups
         self.sink, self.log = sink, log
         self.meta: dict[Any, tuple[str, list[tuple[Task, int]], int]] = {}
@@ -502,8 +506,8 @@ class _Runner:
                                   f"{type(exc).__name__}: {exc}") from exc
             finally:
                 fut.release()
-            for row in res.rows:
-                self.sink(row)
+            for i, row in enumerate(res.rows):
+                self.sink(row, *(res.measurements[i] if i < len(res.measurements) else (None, None)))
             if len(res.rows) < len(batch):          # the context died part-way: the rest goes back in
                 ac.add(self.submit(key, batch[len(res.rows):], attempt))
             if res.lost:
@@ -585,7 +589,7 @@ def run_distributed(sweep: Sweep, engine: EngineOptions, *, out: Path | None = N
                     _precompile(client, groups[key], cfgs, engine, log)
             n = 0
 
-            def sink(row: dict) -> bool:
+            def sink(row: dict, m=None, cublas=None) -> bool:
                 nonlocal n
                 key = row["gpu"]["key"]
                 if key not in writers:             # rows are filed under the GPU that measured them
@@ -653,10 +657,105 @@ def measure_tasks(tasks: Sequence[Task], engine_options: EngineOptions,
         run_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         ctx = RunContext(engine.sweep, run_id, opts.measure_opts(), engine.backend)
 
-        def sink(row: dict) -> bool:
+        def sink(row: dict, m=None, cublas=None) -> bool:
             return rows.setdefault(_row_key(row), row) is row
 
         deadline = None if opts.time_limit_s is None else time.monotonic() + opts.time_limit_s
         _Runner(client, engine, ctx, groups, sink, log).run(
             {key: [(t, base_seed + sizes.index(t.size)) for t in ordered]}, deadline)
     return [rows[t.key] for t in tasks if t.key in rows]
+
+
+class _WorkersBackend:
+    """Stands for the workers' GPUs in :func:`experiments.tune.tune`: their spec, and the ``gpu`` block
+    (with the device identity) of the row being recorded. Nothing runs here."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+        self.current_gpu: dict | None = None
+        self.per_row_gpu_block = True        # tune: ask for the block per row (rows come from several GPUs)
+
+    def preflight(self) -> None:
+        pass
+
+    def gpu_block(self) -> dict:
+        if self.current_gpu is None:
+            raise EngineError("no row measured yet: the workers' gpu block is not known")
+        return dict(self.current_gpu)
+
+    def free(self, problem) -> None:
+        pass
+
+
+class DaskMeasure:
+    """``experiments.tune``'s ``measure`` hook on Dask workers (one GPU model), with the workers opened once:
+
+        with DaskMeasure(EngineOptions(gpus="all", run=opts)) as measure:
+            tune(measure.backend, size, cfgs, out, budget=8, opts=opts, measure=measure)
+
+    Called like :func:`experiments.tune.measure_tasks`: ``measure(tasks, backend, opts, problems=..., log=...,
+    on_result=...)``; the tasks of one call run in parallel on the workers and ``on_result(task, measurement,
+    cublas)`` is called as each comes back (``measure.backend.gpu_block()`` is then that row's GPU).
+    Returns ``[(task, measurement, cublas)]`` in task order. Inputs: one seed per size (``problems.seed`` or
+    ``opts.seed`` + the order in which sizes first appear), the same on every worker."""
+
+    def __init__(self, engine: EngineOptions,
+                 log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> None:
+        self.engine, self.log = engine, log
+        self._cm = None
+        self._sizes: dict[Size, int] = {}
+        self.backend: _WorkersBackend | None = None
+
+    def __enter__(self) -> "DaskMeasure":
+        from dataclasses import replace  # noqa: PLC0415
+        self._cm = open_client(self.engine, self.log)
+        client = self._cm.__enter__()
+        try:
+            self.engine = replace(self.engine, client=client)
+            self.groups = discover(client, self.engine, self.log)
+            if len(self.groups) > 1:
+                raise EngineError(f"the workers have GPUs of {len(self.groups)} models ({', '.join(self.groups)}): "
+                                  "choose one with gpu_key (--gpu)")
+            self.backend = _WorkersBackend(next(iter(self.groups.values())).spec)
+        except BaseException:
+            self._cm.__exit__(*sys.exc_info())
+            raise
+        self.run_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(*exc)
+
+    def __call__(self, tasks: Sequence[Task], backend=None, opts: RunOptions | None = None, *, problems=None,
+                 log: Callable[[str], None] | None = None, on_result=None) -> list[tuple]:
+        if self.backend is None:
+            raise EngineError("use DaskMeasure in a with block")
+        opts = opts or self.engine.run
+        seed = getattr(problems, "seed", None)
+        seed = seed if seed is not None else (opts.seed if opts.seed is not None else 0)
+        tasks = list(dict.fromkeys(tasks))
+        for t in tasks:
+            self._sizes.setdefault(t.size, len(self._sizes))
+        key, group = next(iter(self.groups.items()))
+        engine = self.engine
+        if engine.precompile:
+            _precompile(engine.client, group, list(dict.fromkeys(t.config for t in tasks if t.config.rung != 0)),
+                        engine, log or self.log)
+        got: dict[tuple, tuple] = {}
+        by_key = {t.key: t for t in tasks}
+
+        def sink(row: dict, m=None, cublas=None) -> bool:
+            k = _row_key(row)
+            if k in got or k not in by_key:
+                return False
+            got[k] = (by_key[k], m, cublas)
+            if on_result is not None:
+                self.backend.current_gpu = row["gpu"]
+                on_result(by_key[k], m, cublas)
+            return True
+
+        ctx = RunContext("tune", self.run_id, opts.measure_opts(), engine.backend)
+        _Runner(engine.client, engine, ctx, self.groups, sink, log or self.log).run(
+            {key: [(t, seed + self._sizes[t.size]) for t in tasks]}, None)
+        return [got[t.key] for t in tasks if t.key in got]

@@ -239,3 +239,36 @@ def test_local_gpu_cluster_pins_one_device_first_per_worker() -> None:
         seen = sorted(client.run(lambda: (os.environ.get("CUDA_VISIBLE_DEVICES"),
                                           __import__("multiprocessing").current_process().daemon)).values())
     assert seen == [("0,1", False), ("1,0", False)]
+
+
+def test_dask_measure_is_tunes_measure_hook(cluster) -> None:
+    """experiments.tune's measure(tasks, backend, opts, problems=, log=, on_result=) on the workers."""
+    _, client = cluster
+    tasks = SMALL.tasks(H200)[0][:10]
+    seen = []
+    with dist.DaskMeasure(engine(client), log=lambda s: None) as measure:
+        assert measure.backend.spec.key == "h200"
+        out = measure(tasks, measure.backend, sw.RunOptions(seed=4),
+                      on_result=lambda t, m, c: seen.append((t, m.status, measure.backend.gpu_block()["uuid"])))
+    assert [t for t, _, _ in out] == tasks and len(seen) == 10
+    assert all(m.status == "ok" and c.status == "ok" for _, m, c in out)
+    assert len({u for _, _, u in seen}) >= 1 and all(s == "ok" for _, s, _ in seen)
+    try:
+        from experiments import tune as tn
+    except ImportError:
+        return
+    import inspect
+    assert {"problems", "log", "on_result"} <= set(inspect.signature(tn.measure_tasks).parameters)
+
+
+def test_tune_runs_on_the_workers(cluster, tmp_path) -> None:
+    tn = pytest.importorskip("experiments.tune", reason="experiments.tune not in this checkout")
+    _, client = cluster
+    cfgs = tn.space(H200, (4,))[:40]
+    out = tmp_path / "tune.jsonl"
+    with dist.DaskMeasure(engine(client), log=lambda s: None) as measure:
+        res = tn.tune(measure.backend, (256, 256, 256), cfgs, out, budget=6, opts=sw.RunOptions(seed=2),
+                      log=lambda s: None, measure=measure)
+    rows = sw.read_results(out).rows
+    assert res.measured_now == len(rows) == 6 and res.winner is not None
+    assert all(sw.check_row(r) == [] and r["gpu"]["key"] == "h200" and "uuid" in r["gpu"] for r in rows)
