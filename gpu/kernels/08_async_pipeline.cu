@@ -30,7 +30,8 @@
 //         sector of one row; a warp covers 4 rows)
 //         gm = m0 + r, gk = k0 + 8*kc + k
 //         dst &AsT[8*kc + k][r], src &A[gm*K + gk], 4 bytes if gm < M && gk < K
-//         else 0 (the destination is zero-filled; src then points at A)
+//         else 0 (the destination is zero-filled and the source, possibly
+//         outside A, is never read: the zfill idiom of CUTLASS's cp_async)
 //       (with LDA = BM + 4 the 32 lanes write 32 different banks)
 //     B, i = tid + it*NT < BK*BN/4: r = i / (BN/4), c = 4*(i % (BN/4)),
 //       gk = k0 + r, gn = n0 + c:
@@ -103,8 +104,8 @@ __device__ __forceinline__ void sgemm_08_copy_tile(float* AsT, float* Bs,
             const int kc = e / (8 * BM);
             const int gk = k0 + 8 * kc + k;
             const bool ok = (m0 + r) < M && gk < K;
-            const float* src = ok ? A + (long long)(m0 + r) * K + gk : A;
-            sgemm_08_cp4(&AsT[(8 * kc + k) * LDA + r], src, ok ? 4 : 0);
+            // src-size 0 copies nothing (zero-fill): the address is never read, even if outside A
+            sgemm_08_cp4(&AsT[(8 * kc + k) * LDA + r], A + (long long)(m0 + r) * K + gk, ok ? 4 : 0);
         }
     }
 #pragma unroll
@@ -115,15 +116,15 @@ __device__ __forceinline__ void sgemm_08_copy_tile(float* AsT, float* Bs,
             const int c = 4 * (i % (BN / 4));
             const int gk = k0 + r;
             const int gn = n0 + c;
-            const float* row = B + (long long)gk * N;
+            const float* src = B + (long long)gk * N + gn;
             if (bVec) {
                 const bool ok = gk < K && gn < N;
-                sgemm_08_cp16(&Bs[r * BN + c], ok ? row + gn : B, ok ? 16 : 0);
+                sgemm_08_cp16(&Bs[r * BN + c], src, ok ? 16 : 0);
             } else {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const bool ok = gk < K && gn + q < N;
-                    sgemm_08_cp4(&Bs[r * BN + c + q], ok ? row + gn + q : B, ok ? 4 : 0);
+                    sgemm_08_cp4(&Bs[r * BN + c + q], src + q, ok ? 4 : 0);
                 }
             }
         }
