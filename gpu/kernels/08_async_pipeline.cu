@@ -230,8 +230,11 @@ sgemm_08_async(const float* __restrict__ A,
     const int lane = tid % 32;
     const int wr = warp / (BN / WN);
     const int wc = warp % (BN / WN);
-    const int tr = lane / (WSUBN / TN);
-    const int tc = lane % (WSUBN / TN);
+    // lanes interleaved by 2 (see the CONTRACT): each 4-lane quad covers 2 x 2 (tr, tc)
+    constexpr int LC = WSUBN / TN;                       // lane columns
+    constexpr bool IL = LC >= 2 && (32 / LC) >= 2;
+    const int tr = IL ? (lane / (2 * LC)) * 2 + (lane & 1) : lane / LC;
+    const int tc = IL ? (lane / 2) % LC : lane % LC;
 
     const bool bVec = ((N & 3) == 0) && ((reinterpret_cast<unsigned long long>(B) & 15ull) == 0);
     const bool cVec = ((N & 3) == 0) && ((reinterpret_cast<unsigned long long>(C) & 15ull) == 0);
