@@ -838,7 +838,6 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
       per K slice.
     """
     g = geometry(cfg)
-    p = cfg.p
     BM, BN, BK = g.BM, g.BN, g.BK
     WM, WN = g.warp_tile
     WMI, WNI = g.warp_iters
