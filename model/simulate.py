@@ -816,7 +816,7 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     the CONTRACT blocks of ``gpu/kernels/07_warptile.cu`` and ``08_async_pipeline.cu``.
 
     * Warp-level layout: warp ``w`` owns rows ``wr*WM..``, columns ``wc*WN..`` (``wr = w // (BN/WN)``);
-      lane ``l`` sits at ``tr = l // (WSUBN/TN)``, ``tc = l % (WSUBN/TN)``. The inner loop's shared loads
+      lane ``l`` sits at (``tr``, ``tc``) of :func:`warp_lane_layout` (interleaved by 2). The inner loop's shared loads
       are LDS.128 of ``AsT[kk*LDA + wr*WM + wi*WSUBM + tr*TM + i]`` (LDA = BM + 4) and
       ``Bs[kk*BN + wc*WN + wj*WSUBN + tc*TN + j]``: per K tile ``BK*WMITER*TM/4`` and ``BK*WNITER*TN/4``
       instructions per warp; all loads of one operand differ by a lane-uniform offset, so one
@@ -838,7 +838,6 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
       per K slice.
     """
     g = geometry(cfg)
-    p = cfg.p
     BM, BN, BK = g.BM, g.BN, g.BK
     WM, WN = g.warp_tile
     WMI, WNI = g.warp_iters
@@ -916,7 +915,7 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     # inner loop: LDS.128 fragments (weights from the load plan)
     warp, lane = tid // WARP_SIZE, tid % WARP_SIZE
     wr, wc = warp // (BN // WN), warp % (BN // WN)
-    tr, tc = lane // (WSUBN // TN), lane % (WSUBN // TN)
+    tr, tc = warp_lane_layout(lane, WSUBN // TN)
     ru = _runs(cfg)
     assert plan is not None and ru is not None
     per = plan.per_tile(ru)
@@ -950,6 +949,16 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
                    ldg_slots=(a_slots + (b_slots if async_ else 5 * b_slots)) if async_ else 5 * (a_slots + b_slots),
                    sts_slots=a_sts + (0 if async_ else b_slots), one_d_grid=True, c_store_repeats=live,
                    per_iteration_bars=1, slices=slices)
+
+
+def warp_lane_layout(lane, lane_cols: int):
+    """(tr, tc) of each lane in a warp-tiled step (rungs 07/08): lanes interleaved by 2, so that every
+    4-lane quad covers 2 x 2 (row, column) positions (``tr = (lane // (2 C))*2 + lane % 2``,
+    ``tc = (lane // 2) % C``, C = ``lane_cols``), or plain row-major when C or 32/C is 1."""
+    C = lane_cols
+    if C >= 2 and WARP_SIZE // C >= 2:
+        return (lane // (2 * C)) * 2 + (lane & 1), (lane // 2) % C
+    return lane // C, lane % C
 
 
 def pipeline_depth(cfg: KernelConfig) -> dict:

@@ -13,7 +13,7 @@ from experiments import sweep as sw
 from model.errors import ConfigError
 from model.registry import (KernelConfig, classic_configs, geometry, grid, k_slices, launch_order, n_blocks,
                             validate, violations)
-from model.simulate import pipeline_depth, simulate
+from model.simulate import pipeline_depth, simulate, warp_lane_layout
 from model.spec import load_gpu
 
 H200 = load_gpu("h200")
@@ -162,3 +162,24 @@ def test_sweeps_cover_the_brief() -> None:
     assert {t.config.p["SPLITK"] for t in st if t.config.rung and t.size == (512, 512, 16384)} == {1, 2, 4, 8, 16}
     assert any(t.config.rung == 0 and t.size == (512, 512, 16384) for t in st)
     assert any(t.config.rung and t.config.p["SPLITK"] == 2 and t.size == (1024,) * 3 for t in st)
+
+
+@pytest.mark.parametrize("cols", [1, 2, 4, 8, 16, 32])
+def test_warp_lane_layout_is_a_bijection(cols) -> None:
+    lane = np.arange(32)
+    tr, tc = warp_lane_layout(lane, cols)
+    assert sorted(zip(tr.tolist(), tc.tolist())) == [(r, c) for r in range(32 // cols) for c in range(cols)]
+    if 2 <= cols <= 16:                       # every quad covers 2 rows x 2 columns
+        for q in range(8):
+            sl = slice(4 * q, 4 * q + 4)
+            assert len(set(tr[sl].tolist())) == 2 and len(set(tc[sl].tolist())) == 2
+
+
+def test_interleaved_lanes_need_two_wavefronts_per_fragment_load() -> None:
+    """With 4 lanes per quad reading 4 different B float4s, each quarter-warp would need its own wavefront
+    (the H200 probe rule); interleaved, a 128-bit fragment load costs 2 wavefronts (one per half-warp)."""
+    for key in ("07:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1",
+                "08:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=4,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=3",
+                "07:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=8,TN=8,SWZ=1,SPLITK=1"):
+        b = simulate(KernelConfig.parse(key), 256, 256, 64).per_block_iteration
+        assert b.lds_wavefronts == 2 * b.lds_instructions and b.lds_bank_conflicts == 0, key

@@ -41,7 +41,14 @@
 //
 //   Thread layout: warp = tid/32, lane = tid%32,
 //     wr = warp / (BN/WN), wc = warp % (BN/WN)   (warp's tile rows wr*WM.., cols wc*WN..)
-//     tr = lane / (WSUBN/TN), tc = lane % (WSUBN/TN)
+//     lanes interleaved by 2 (CUTLASS's RowMajorInterleaved<2>), LC = WSUBN/TN
+//     lane columns, LC >= 2 and 32/LC >= 2:
+//       tr = (lane / (2*LC))*2 + lane%2,  tc = (lane/2) % LC
+//     (otherwise tr = lane / LC, tc = lane % LC). Each 4-lane quad then reads
+//     2 A and 2 B addresses, and the two quarter-warps of a half-warp are
+//     served by one shared-memory wavefront for A and for B alike; with
+//     tc = lane % LC a quad reads 4 different B float4s and every quarter-warp
+//     needs its own wavefront (measured on the H200: model/simulate.py).
 //   Thread outputs: rows m0 + wr*WM + wi*WSUBM + tr*TM + i  (wi < WMITER, i < TM)
 //                   cols n0 + wc*WN + wj*WSUBN + tc*TN + j  (wj < WNITER, j < TN)
 //
@@ -273,8 +280,11 @@ sgemm_07_warptile(const float* __restrict__ A,
     const int lane = tid % 32;
     const int wr = warp / (BN / WN);
     const int wc = warp % (BN / WN);
-    const int tr = lane / (WSUBN / TN);
-    const int tc = lane % (WSUBN / TN);
+    // lanes interleaved by 2 (see the CONTRACT): each 4-lane quad covers 2 x 2 (tr, tc)
+    constexpr int LC = WSUBN / TN;                       // lane columns
+    constexpr bool IL = LC >= 2 && (32 / LC) >= 2;
+    const int tr = IL ? (lane / (2 * LC)) * 2 + (lane & 1) : lane / LC;
+    const int tc = IL ? (lane / 2) % LC : lane % LC;
 
     const bool aVec = ((K & 3) == 0) && ((reinterpret_cast<unsigned long long>(A) & 15ull) == 0);
     const bool bVec = ((N & 3) == 0) && ((reinterpret_cast<unsigned long long>(B) & 15ull) == 0);

@@ -30,7 +30,8 @@
 //         sector of one row; a warp covers 4 rows)
 //         gm = m0 + r, gk = k0 + 8*kc + k
 //         dst &AsT[8*kc + k][r], src &A[gm*K + gk], 4 bytes if gm < M && gk < K
-//         else 0 (the destination is zero-filled; src then points at A)
+//         else 0 (the destination is zero-filled and the source, possibly
+//         outside A, is never read: the zfill idiom of CUTLASS's cp_async)
 //       (with LDA = BM + 4 the 32 lanes write 32 different banks)
 //     B, i = tid + it*NT < BK*BN/4: r = i / (BN/4), c = 4*(i % (BN/4)),
 //       gk = k0 + r, gn = n0 + c:
@@ -103,8 +104,8 @@ __device__ __forceinline__ void sgemm_08_copy_tile(float* AsT, float* Bs,
             const int kc = e / (8 * BM);
             const int gk = k0 + 8 * kc + k;
             const bool ok = (m0 + r) < M && gk < K;
-            const float* src = ok ? A + (long long)(m0 + r) * K + gk : A;
-            sgemm_08_cp4(&AsT[(8 * kc + k) * LDA + r], src, ok ? 4 : 0);
+            // src-size 0 copies nothing (zero-fill): the address is never read, even if outside A
+            sgemm_08_cp4(&AsT[(8 * kc + k) * LDA + r], A + (long long)(m0 + r) * K + gk, ok ? 4 : 0);
         }
     }
 #pragma unroll
@@ -115,15 +116,15 @@ __device__ __forceinline__ void sgemm_08_copy_tile(float* AsT, float* Bs,
             const int c = 4 * (i % (BN / 4));
             const int gk = k0 + r;
             const int gn = n0 + c;
-            const float* row = B + (long long)gk * N;
+            const float* src = B + (long long)gk * N + gn;
             if (bVec) {
                 const bool ok = gk < K && gn < N;
-                sgemm_08_cp16(&Bs[r * BN + c], ok ? row + gn : B, ok ? 16 : 0);
+                sgemm_08_cp16(&Bs[r * BN + c], src, ok ? 16 : 0);
             } else {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const bool ok = gk < K && gn + q < N;
-                    sgemm_08_cp4(&Bs[r * BN + c + q], ok ? row + gn + q : B, ok ? 4 : 0);
+                    sgemm_08_cp4(&Bs[r * BN + c + q], src + q, ok ? 4 : 0);
                 }
             }
         }
@@ -229,8 +230,11 @@ sgemm_08_async(const float* __restrict__ A,
     const int lane = tid % 32;
     const int wr = warp / (BN / WN);
     const int wc = warp % (BN / WN);
-    const int tr = lane / (WSUBN / TN);
-    const int tc = lane % (WSUBN / TN);
+    // lanes interleaved by 2 (see the CONTRACT): each 4-lane quad covers 2 x 2 (tr, tc)
+    constexpr int LC = WSUBN / TN;                       // lane columns
+    constexpr bool IL = LC >= 2 && (32 / LC) >= 2;
+    const int tr = IL ? (lane / (2 * LC)) * 2 + (lane & 1) : lane / LC;
+    const int tc = IL ? (lane / 2) % LC : lane % LC;
 
     const bool bVec = ((N & 3) == 0) && ((reinterpret_cast<unsigned long long>(B) & 15ull) == 0);
     const bool cVec = ((N & 3) == 0) && ((reinterpret_cast<unsigned long long>(C) & 15ull) == 0);
