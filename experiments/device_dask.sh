@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a machine with several GPUs: one sweep run three ways, then a comparison.
 #
-#   OUT=/path experiments/device_dask.sh [SWEEP]        (default sweep: multi, 208 rows)
+#   OUT=/path experiments/device_dask.sh [SWEEP]        (default sweep: multi, 312 rows)
 #
 # 1. one GPU:      python -m experiments.sweep SWEEP                      (CUDA_VISIBLE_DEVICES=0)
 # 2. all GPUs:     python -m experiments.sweep SWEEP --gpus all           (dask_cuda.LocalCUDACluster)
@@ -42,12 +42,12 @@ except Exception as exc:  # the sweep falls back to plain Dask workers, one per 
 EOF
 echo "$NGPU GPUs"
 
-run() {  # name, then the command (or the function sched); start and end times to /tmp/<name>.time
-  local name=$1; shift
+run() {  # name, time limit (s), then the command (or the function sched); start/end times to /tmp/<name>.time
+  local name=$1 limit=$2; shift 2
   echo "== $name: $*"
   local t0; t0=$(date +%s.%N)
-  if [ "$1" = sched ]; then "$@" >"$OUT/$name.log" 2>&1
-  else CUPY_CACHE_DIR=/tmp/cupy-cache-$name timeout 300 "$@" >"$OUT/$name.log" 2>&1
+  if [ "$1" = sched ]; then LIMIT=$limit "$@" >"$OUT/$name.log" 2>&1
+  else CUPY_CACHE_DIR=/tmp/cupy-cache-$name timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
   fi
   local rc=$?
   local t1; t1=$(date +%s.%N)
@@ -57,8 +57,9 @@ run() {  # name, then the command (or the function sched); start and end times t
   [ $rc -ne 0 ] && fail=1
 }
 
-run one_gpu env CUDA_VISIBLE_DEVICES=0 $PY -m experiments.sweep "$SWEEP" --out "$OUT/one_gpu.jsonl"
-run all_gpus $PY -m experiments.sweep "$SWEEP" --gpus all --out "$OUT/all_gpus.jsonl"
+# time limits: the whole script stays under 10 minutes even when a run hangs
+run one_gpu 270 env CUDA_VISIBLE_DEVICES=0 $PY -m experiments.sweep "$SWEEP" --out "$OUT/one_gpu.jsonl"
+run all_gpus 150 $PY -m experiments.sweep "$SWEEP" --gpus all --out "$OUT/all_gpus.jsonl"
 
 # 3. by hand: a scheduler and one dask-cuda-worker per GPU (plain `dask worker`s pinned by
 #    CUDA_VISIBLE_DEVICES where dask_cuda does not import), then the sweep attaches to the scheduler
@@ -77,10 +78,10 @@ sched() {
       WORKER_PIDS="$WORKER_PIDS $!"
     done
   fi
-  timeout 300 $PY -m experiments.sweep "$SWEEP" --scheduler "tcp://127.0.0.1:$PORT" --min-workers "$NGPU" \
+  timeout "$LIMIT" $PY -m experiments.sweep "$SWEEP" --scheduler "tcp://127.0.0.1:$PORT" --min-workers "$NGPU" \
     --out "$OUT/scheduler.jsonl"
 }
-run scheduler sched
+run scheduler 150 sched
 # shellcheck disable=SC2086
 kill $WORKER_PIDS 2>/dev/null; sleep 2; kill "$SCHED_PID" 2>/dev/null
 
