@@ -58,7 +58,7 @@ run() {  # name, time limit (s), then the command (or the function sched); start
 }
 
 # time limits: the whole script stays under 10 minutes even when a run hangs
-run one_gpu 270 env CUDA_VISIBLE_DEVICES=0 $PY -m experiments.sweep "$SWEEP" --out "$OUT/one_gpu.jsonl"
+run one_gpu 300 env CUDA_VISIBLE_DEVICES=0 $PY -m experiments.sweep "$SWEEP" --out "$OUT/one_gpu.jsonl"
 run all_gpus 150 $PY -m experiments.sweep "$SWEEP" --gpus all --out "$OUT/all_gpus.jsonl"
 
 # 3. by hand: a scheduler and one dask-cuda-worker per GPU (plain `dask worker`s pinned by
