@@ -214,6 +214,7 @@ class Profile:
     prologue: tuple               # the same for the code before the loop (once per block)
     epilogue_instructions: float  # per warp, once per block
     latency_chain: float          # global latencies that add up per iteration (the trace's slope)
+    barriers: float = 0.0         # barriers per warp and iteration (simulator)
     local_loads: float = 0.0      # spill reloads (LDL) per warp and iteration
     local_bytes: float = 0.0      # local memory per thread, bytes
 
@@ -262,7 +263,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     return Profile(warps=b.warps, k_tile=int(k_tile), instructions_per_warp=float(instr),
                    shared_wavefronts=float(b.lds_wavefronts + b.sts_wavefronts), l1_lines=float(b.gld_lines),
                    store_sectors=float(store_sectors), registers=int(regs), source=source, trace=trace,
-                   prologue=pro, epilogue_instructions=epi, latency_chain=chain, local_loads=float(ldl),
+                   prologue=pro, epilogue_instructions=epi, latency_chain=chain,
+                   barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
                    local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
 
 
@@ -288,6 +290,7 @@ class ProfileArrays:
     epilogue: np.ndarray
     local_loads: np.ndarray
     local_bytes: np.ndarray
+    barriers: np.ndarray     # barriers per warp and iteration
     smem: np.ndarray
     bps: np.ndarray          # resident blocks per SM from the occupancy calculator
 
@@ -328,19 +331,30 @@ def _mva(s, Z, n):
 
 
 def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams):
-    """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency)."""
+    """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency).
+
+    The customers of the mean value analysis are the warps when the loop has no barrier (each warp runs
+    on its own), the blocks when it has one (a barrier per iteration keeps a block's warps in the same
+    phase: they wait for their loads together and compute together, so one block's warps cannot hide
+    each other's latency - only other blocks can)."""
     W = pa.warps
     t1 = _interp_trace(pa.trace, lg, r.shared_latency_cycles)
-    issue = pa.instr / r.schedulers
+    issue = pa.instr / r.schedulers                      # per warp, at the SM's 4 schedulers
     shared = pa.shared_wf / W / r.shared_wavefronts_per_cycle
     l1 = pa.l1_lines / W + pa.local_loads
     p = prm.p
-    s = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
+    s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
-    Z = np.maximum(t1 - issue, 0.0) + spills
-    n = b * W
-    total = _mva(s, Z, n)
-    return total, np.stack([n * issue, n * shared, n * l1, np.maximum(total - n * s, 0.0)])
+    sync = pa.barriers > 0
+    # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
+    # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
+    own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
+    Z = np.maximum(t1 - pa.instr, 0.0) + own + spills
+    per = np.where(sync, W, 1.0)
+    n = np.where(sync, b, b * W)
+    total = _mva(per * s_w, Z, n)
+    nw = b * W
+    return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
 
 
 @lru_cache(maxsize=200_000)
@@ -456,7 +470,8 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
                        trace=np.array([p.trace for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
                        prologue=np.array([p.prologue for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
                        epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
-                       local_bytes=col(lambda p: p.local_bytes), smem=ca.smem_bytes.astype(np.float64), bps=bps)
+                       local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
+                       smem=ca.smem_bytes.astype(np.float64), bps=bps)
     return (pa,), profs
 
 
