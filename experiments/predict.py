@@ -35,8 +35,11 @@ def git_commit() -> str | None:
         return None
 
 
-def prediction_rows(sweep, spec, model: str = "timing") -> list[dict]:
-    """One dict per (config, size) row of ``sweep`` on ``spec``: what the model predicts, before measuring."""
+def prediction_rows(sweep, spec, model: str = "timing", skip: set | None = None) -> list[dict]:
+    """One dict per (config, size) row of ``sweep`` on ``spec``: what the model predicts, before measuring.
+
+    ``skip``: (config key, M, N, K) keys already measured, left out (their predictions would not be made
+    before the measurement)."""
     from experiments.sweep import now_iso  # noqa: PLC0415
     if model == "timing":
         from model.timing import predict  # noqa: PLC0415
@@ -46,7 +49,7 @@ def prediction_rows(sweep, spec, model: str = "timing") -> list[dict]:
     commit, made = git_commit(), now_iso()
     rows = []
     for t in tasks:
-        if t.config.rung == 0:
+        if t.config.rung == 0 or (skip and t.key in skip):
             continue
         row = {"schema": PRED_SCHEMA, "schema_version": PRED_SCHEMA_VERSION, "sweep": sweep.name,
                "gpu_key": spec.key, "config": t.config.key, "label": t.config.label,
@@ -92,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--gpu", default="h200", help="GPU spec key [h200]")
     ap.add_argument("--model", choices=("timing", "roofline"), default="timing")
     ap.add_argument("--out", type=Path, help="predictions file (default experiments/predictions/<sweep>.jsonl)")
+    ap.add_argument("--pending", type=Path, metavar="RESULTS",
+                    help="predict only the rows not yet measured in this results file (a sweep that grows)")
     a = ap.parse_args(argv)
     try:
         sweep = load_sweep(a.sweep)
@@ -104,7 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {out} exists: predictions are never overwritten (write a new file with --out)",
               file=sys.stderr)
         return 2
-    rows = prediction_rows(sweep, spec, a.model)
+    skip = None
+    if a.pending is not None:
+        from experiments.sweep import done_keys, read_results  # noqa: PLC0415
+        try:
+            skip = done_keys(read_results(a.pending), spec.key)
+        except SweepError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    rows = prediction_rows(sweep, spec, a.model, skip)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "x", encoding="utf-8") as f:
         for r in rows:
