@@ -159,6 +159,8 @@ class BlockIteration:
     int_warp_est: int
     gst_requests: int
     gst_sectors: int
+    gst_lines: int = 0
+    """128-byte lines the interior block's C stores touch (one L1 tag cycle each): its epilogue's cost."""
 
 
 @dataclass(frozen=True)
@@ -868,7 +870,7 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
 
     # ---- global ----
     tot = dict(gld_requests=0, gld_sectors=0, gst_requests=0, gst_sectors=0, gld_bytes=0, gst_bytes=0)
-    it = dict(gld_requests=0, gld_sectors=0, gld_bytes=0, gld_lines=0, gst_requests=0, gst_sectors=0)
+    it = dict(gld_requests=0, gld_sectors=0, gld_bytes=0, gld_lines=0, gst_requests=0, gst_sectors=0, gst_lines=0)
     full = (kern.m_tile, kern.n_tile, kern.k_tile)
     for acc in kern.globals:
         classes = _classes(kern, M, N, K, gm, gn, T, acc, coefs[acc.matrix])
@@ -899,6 +901,8 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
                     if acc.op == "ld":
                         it["gld_bytes"] += nbytes
                         it["gld_lines"] += int(global_lines(off + rho, act).sum())
+                    else:
+                        it["gst_lines"] += int(global_lines(off + rho, act).sum())
 
     # ---- shared (the same in every block and K tile) ----
     sh = dict(lds_instructions=0, lds_wavefronts=0, lds_bank_conflicts=0,
@@ -943,7 +947,7 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
         ffma_thread=it_ffma_t, ffma_warp=it_ffma_w,
         bar_warp=(warps * 2 if cfg.rung in (2, 3, 4, 5) else warps if cfg.rung == 6 else 0),
         int_warp_est=(it_ffma_w if cfg.rung == 1 else warps) * int_per,
-        gst_requests=it["gst_requests"], gst_sectors=it["gst_sectors"])
+        gst_requests=it["gst_requests"], gst_sectors=it["gst_sectors"], gst_lines=it["gst_lines"])
     return AccessCounts(
         config_key=cfg.key, M=M, N=N, K=K, plan=lp, blocks=blocks, warps_per_block=warps, k_iterations=T,
         gld_requests=tot["gld_requests"], gld_sectors=tot["gld_sectors"],

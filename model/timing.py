@@ -208,6 +208,7 @@ class Profile:
     shared_wavefronts: float      # S, per block and iteration (loads + stores)
     l1_lines: float               # G, 128-byte line wavefronts of global loads per block and iteration
     store_sectors: float          # C-store sectors of one block (its epilogue)
+    store_lines: float            # C-store 128-byte line wavefronts of one block (L1 tag stage)
     registers: int
     source: str                   # "sass" (compiler facts with the loop trace) or "estimate"
     trace: tuple                  # T1(Lg, Ls): single-warp cycles of one iteration on the TRACE_* grid
@@ -240,7 +241,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     f = facts_for(cfg, arch)
     regs = registers or (f.registers if f is not None else None) or min_registers(g)
     ffma_per_warp_it = b.ffma_warp / max(b.warps, 1)
-    store_sectors = sim.gst_sectors / max(sim.blocks, 1)
+    store_sectors = float(b.gst_sectors)
+    store_lines = float(getattr(b, "gst_lines", 0) or b.gst_requests)
     if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
         per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
         instr = f.loop_path_instructions * per
@@ -262,7 +264,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     chain = float((tr[-1, 0] - tr[-2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]))
     return Profile(warps=b.warps, k_tile=int(k_tile), instructions_per_warp=float(instr),
                    shared_wavefronts=float(b.lds_wavefronts + b.sts_wavefronts), l1_lines=float(b.gld_lines),
-                   store_sectors=float(store_sectors), registers=int(regs), source=source, trace=trace,
+                   store_sectors=float(store_sectors), store_lines=store_lines, registers=int(regs), source=source, trace=trace,
                    prologue=pro, epilogue_instructions=epi, latency_chain=chain,
                    barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
                    local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
@@ -285,6 +287,7 @@ class ProfileArrays:
     shared_wf: np.ndarray
     l1_lines: np.ndarray
     store_sectors: np.ndarray
+    store_lines: np.ndarray
     trace: np.ndarray        # (rows, len(TRACE_GLOBAL), len(TRACE_SHARED))
     prologue: np.ndarray
     epilogue: np.ndarray
@@ -419,11 +422,12 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
-    # instructions, issued by the block's warps; the C stores drain through L1 at one sector a cycle).
+    # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
+    # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
     pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
 
     def once(bb):
-        return pro + bb * (pa.warps * pa.epilogue / r.schedulers + pa.store_sectors / 4.0)
+        return pro + bb * np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines)
     rounds = full + (rem > 0)
     sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
                  + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0))
@@ -435,6 +439,10 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
     c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
     l2_bytes = a_bytes * gn + b_bytes * gm + 32.0 * pa.store_sectors * blocks
+    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
+    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
+    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
     wave = r.sms * bps
     dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
     # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
@@ -442,7 +450,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     waves = -(-blocks // wave)
     last = blocks - (waves - 1) * wave
     dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
-    t_l2 = l2_bytes / r.l2_bytes_per_s
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
     time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
     time_s = np.where(launchable, time_s, np.inf)
@@ -466,7 +474,7 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
     pa = ProfileArrays(BM=ca.BM, BN=ca.BN, k_tile=np.array([p.k_tile for p in profs], dtype=np.int64),
                        warps=col(lambda p: p.warps), instr=col(lambda p: p.instructions_per_warp),
                        shared_wf=col(lambda p: p.shared_wavefronts), l1_lines=col(lambda p: p.l1_lines),
-                       store_sectors=col(lambda p: p.store_sectors),
+                       store_sectors=col(lambda p: p.store_sectors), store_lines=col(lambda p: p.store_lines),
                        trace=np.array([p.trace for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
                        prologue=np.array([p.prologue for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
                        epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
