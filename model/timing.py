@@ -368,23 +368,47 @@ def _wave_dram_reads_one(m: int, n: int, k: int, bm: int, bn: int, w: int, l2: f
     nb = gm * gn
     if unique <= l2 or nb <= w:
         return unique
-    extra = 0.0
-    last_a: dict = {}
-    last_b: dict = {}
-    streamed = [0.0]                      # cumulative footprint after each wave
-    for wi, start in enumerate(range(0, nb, w)):
-        ids = np.arange(start, min(start + w, nb))
-        rows, cols = np.unique(ids // gn).tolist(), np.unique(ids % gn).tolist()
-        foot = len(rows) * a_panel + len(cols) * b_panel
-        for panels, last, size in ((rows, last_a, a_panel), (cols, last_b, b_panel)):
-            for q in panels:
-                if q in last:
-                    # distinct bytes touched since the panel's last use: the waves after it and this one
-                    d = streamed[-1] - streamed[last[q] + 1] + foot
-                    extra += size * float(np.clip((d - l2) / foot, 0.0, 1.0))
-                last[q] = wi
-        streamed.append(streamed[-1] + foot)
+    starts = np.arange(0, nb, w, dtype=np.int64)
+    ends = np.minimum(starts + w, nb) - 1
+    length = ends - starts + 1
+    r0, r1 = starts // gn, ends // gn
+    ncols = np.where(length >= gn, gn, length)
+    foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
+
+    def miss(d):
+        return np.clip((d - l2) / foot, 0.0, 1.0)
+    # A: the row a wave shares with the previous wave (its first row, when the previous one ended there)
+    shared_row = np.zeros(len(starts), dtype=bool)
+    shared_row[1:] = r0[1:] == r1[:-1]
+    extra = float(np.sum(shared_row * a_panel * miss(foot)))
+    # B: columns seen before. A wave of >= gn blocks touches every column, as did the previous wave (reuse
+    # distance: this wave's footprint); a shorter wave meets its columns again one row of blocks later
+    # (reuse distance: the footprints of the gn / w waves in between).
+    if w >= gn:
+        extra += float(np.sum(ncols[1:] * b_panel * miss(foot)[1:]))
+    else:
+        d = foot * (gn / w)
+        seen = r0 >= 1
+        extra += float(np.sum(seen * ncols * b_panel * miss(d)))
     return unique + extra
+
+
+@lru_cache(maxsize=200_000)
+def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, float]:
+    """(A, B) tile loads that reach L2, as fractions, when the ``b`` blocks resident on one SM share
+    their tiles in its L1: blocks are dispatched in launch order (row-major) round-robin over the SMs,
+    so SM q holds blocks q, q + SMs, ..., q + (b-1) SMs; two of them in the same block row read the same
+    A tiles at about the same time (one fetch from L2), two in the same column the same B tiles."""
+    n = min(gm * gn, sms * b)
+    if b <= 1 or n <= sms:
+        return 1.0, 1.0
+    ids = np.arange(n)
+    sm = ids % sms
+    rows = ids // gn
+    cols = ids % gn
+    ra = len(set(zip(sm.tolist(), rows.tolist())))
+    cb = len(set(zip(sm.tolist(), cols.tolist())))
+    return ra / n, cb / n
 
 
 def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
@@ -438,7 +462,9 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
     b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
     c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
-    l2_bytes = a_bytes * gn + b_bytes * gm + 32.0 * pa.store_sectors * blocks
+    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
+                  ).reshape(-1, 2)
+    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
     # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
     # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
     partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
@@ -538,7 +564,8 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
         "l1": f"n warps x {prof.l1_lines / prof.warps:.2f} global-load lines per warp-iteration / 1 per cycle",
         "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle loaded global latency "
-                    f"({prof.latency_chain:.2f} latencies in series per iteration, from the SASS loop trace); "
+                    f"({prof.latency_chain:.2f} latencies in series per iteration, "
+                    f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
         "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B re-read per wave, C write-back) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",

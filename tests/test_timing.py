@@ -62,8 +62,8 @@ def _grid(gpu, prm=None, cfgs=None, sizes=SIZES) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prm", [None, TimingParams(w0=0.1, p=1.01, latency_scale=0.3, spill_overlap=1.0),
-                                 TimingParams(w0=10.0, p=25.0, latency_scale=8.0, spill_overlap=30.0)],
+@pytest.mark.parametrize("prm", [None, TimingParams(p=1.01, latency_scale=0.3, spill_overlap=1.0),
+                                 TimingParams(p=25.0, latency_scale=8.0, spill_overlap=30.0)],
                          ids=["shipped", "p~1", "p~max"])
 def test_time_is_never_faster_than_any_single_limit(prm) -> None:
     # What the code guarantees: time = max(SM time, L2 time, DRAM time) + launch overhead, so time >= t_l2,
@@ -214,7 +214,7 @@ def test_naive_uncoalesced_within_10_percent_at_2048() -> None:
 
 
 def _tuple(prm: TimingParams) -> np.ndarray:
-    return np.array([prm.w0, prm.p, prm.latency_scale, prm.spill_overlap])
+    return np.array([prm.p, prm.latency_scale, prm.spill_overlap])
 
 
 def test_leave_one_rung_out_fits_were_really_refitted() -> None:

@@ -698,6 +698,11 @@ def _latency_class(ins: Instr) -> str:
     return "alu"
 
 
+@functools.lru_cache(maxsize=64)
+def _prepared(instrs: tuple) -> list:
+    return [(i, _operands(i), _latency_class(i), i.op.split(".")[0]) for i in instrs]
+
+
 def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: float, repeat: int = 1,
                local_latency: float = 0.0) -> dict:
     """One warp alone issuing ``instrs`` (``repeat`` times back to back) in order, one instruction a
@@ -721,7 +726,7 @@ def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: f
     most_in_flight = 0
     lat = {"global": global_latency, "shared": shared_latency, "local": local_latency,
            "const": CONST_LATENCY_CYCLES, "alu": ALU_LATENCY_CYCLES}
-    ops = [(i, _operands(i), _latency_class(i), i.op.split(".")[0]) for i in instrs]
+    ops = _prepared(tuple(instrs))
     for _ in range(repeat):
         for ins, (dest, srcs), cls, base in ops:
             start = t
