@@ -541,8 +541,9 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
             prm: TimingParams | None = None, max_blocks_per_sm: int | None = None) -> Prediction:
     """The timing model's prediction for one config and size, as a :class:`Prediction`."""
     M, N, K = validate_size(M, N, K)
-    if cfg.rung == 0:
-        raise ConfigError("the cuBLAS reference (rung 00) is measured, not modelled", limit="rung")
+    if cfg.info.file is None:
+        raise ConfigError(f"{cfg.label} has no kernel source to model (the cuBLAS reference is measured, not "
+                          f"modelled)", limit="rung")
     validate(cfg, gpu)
     prm = prm or load_params()
     (pa,), profs = _arrays_for(gpu, [cfg], None if registers is None else [registers])
