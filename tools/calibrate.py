@@ -33,6 +33,18 @@ def _excluded(source: str) -> bool:
     return name.startswith(EXCLUDED_PREFIXES) or "_val" in name
 
 
+def calibration_rows(rows, traced_only: bool = False) -> list:
+    """The rows a calibration uses: verified rows of rungs >= 1, less the hold-out, residency and validation
+    files; with ``traced_only`` only those whose configs have a main-loop trace in the compiler facts."""
+    from analysis.data import resolve_gpu
+    from model.facts import facts_for
+    out = [r for r in rows if r.rung >= 1 and not _excluded(r.source)]
+    if traced_only and out:
+        arch = resolve_gpu(out[0].device).arch
+        out = [r for r in out if (f := facts_for(r.config, arch)) is not None and f.loop_trace_cycles]
+    return out
+
+
 def loro_stats(rows, pred_s) -> dict:
     """Cross-validated accuracy of per-row predicted times ``pred_s`` (GFLOP/s errors, fractions)."""
     import numpy as np
@@ -68,8 +80,10 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help=f"write the calibration (default file: {timing.CALIBRATION_FILE})")
     ap.add_argument("--out", default=None, help="where to write the calibration (implies --write)")
     ap.add_argument("--json", action="store_true", help="print the cross-validated statistics as JSON")
+    ap.add_argument("--traced-only", action="store_true",
+                    help="only rows whose configs have a main-loop trace in the compiler facts")
     args = ap.parse_args(argv)
-    rows = [r for r in scored(latest(load(args.data or None))) if r.rung >= 1 and not _excluded(r.source)]
+    rows = calibration_rows(scored(latest(load(args.data or None))), args.traced_only)
     if not rows:
         print("no measured rows to calibrate on", file=sys.stderr)
         return 2
@@ -85,7 +99,8 @@ def main(argv=None) -> int:
     res = timing.calibrate(gpu, cfgs, sizes, regs, meas, rung)
     stats = loro_stats(rows, res["predicted_loro_s"])
     files = ", ".join(sorted({Path(r.source.rsplit(":", 1)[0]).name for r in rows}))
-    what = f"{len(rows)} verified rows of {gpu.key} ({files})"
+    what = (f"{len(rows)} verified rows of {gpu.key} ({files})"
+            + ("; only configs with a main-loop trace in the compiler facts" if args.traced_only else ""))
     a = res["all"]
     if args.json:
         print(json.dumps(stats, indent=2))
@@ -107,7 +122,7 @@ def main(argv=None) -> int:
         out = {
             "schema": "gemmscope.calibration", "schema_version": 2,
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "gpu": gpu.key, "rows": len(rows),
+            "gpu": gpu.key, "rows": len(rows), "traced_only": bool(args.traced_only),
             "all": {**a.to_json(), "calibrated_on": f"all {what}"},
             "loro": {str(q): {**p.to_json(), "calibrated_on": f"{what}, rung {q:02d} left out"}
                      for q, p in res["loro"].items()},
