@@ -450,8 +450,13 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
     pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
 
+    # The blocks of one round start (and so end) together on every SM: their C stores reach the L2 at the
+    # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them.
+    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / r.l2_bytes_per_s * r.clock_hz
+
     def once(bb):
-        return pro + bb * np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines)
+        return pro + bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines),
+                                     store_cycles_per_block)
     rounds = full + (rem > 0)
     sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
                  + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0))
