@@ -25,7 +25,6 @@ obtained by evaluating the timing model itself on a one-round problem (see :func
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Mapping
 
