@@ -53,12 +53,30 @@ def signed_errors(pred, meas) -> np.ndarray:
     return (pred - meas) / meas
 
 
+def rankdata(x) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank (``scipy.stats.rankdata(method="average")``, the same
+    algorithm; numpy only, because importing scipy.stats costs about a second)."""
+    x = np.asarray(x, dtype=float).ravel()
+    n = x.size
+    sorter = np.argsort(x, kind="mergesort")
+    inv = np.empty(n, dtype=np.intp)
+    inv[sorter] = np.arange(n, dtype=np.intp)
+    xs = x[sorter]
+    obs = np.r_[True, xs[1:] != xs[:-1]]
+    dense = obs.cumsum()[inv]
+    count = np.r_[np.nonzero(obs)[0], n]
+    return 0.5 * (count[dense] + count[dense - 1] + 1)
+
+
 def _spearman(pred: np.ndarray, meas: np.ndarray) -> float | None:
+    """Spearman's rank correlation: Pearson's correlation of the average ranks (as scipy.stats.spearmanr)."""
     if pred.size < 2 or np.ptp(pred) == 0 or np.ptp(meas) == 0:
         return None
-    from scipy.stats import spearmanr
-    rho = float(spearmanr(pred, meas).statistic)
-    return None if np.isnan(rho) else rho
+    rp, rm = rankdata(pred), rankdata(meas)
+    rp -= rp.mean()
+    rm -= rm.mean()
+    rho = float(np.dot(rp, rm) / np.sqrt(np.dot(rp, rp) * np.dot(rm, rm)))
+    return None if np.isnan(rho) else max(-1.0, min(1.0, rho))
 
 
 def summary(pred, meas) -> dict:
@@ -262,7 +280,15 @@ class Comparison:
 
     def to_json(self) -> dict:
         """The summary: statistic keys, ``by_rung``, ``baseline`` (same keys, plain roofline), ``n``,
-        ``best_config`` and ``gpu``. Fractions throughout (0.1 = 10 %)."""
+        ``best_config`` and ``gpu``. Fractions throughout (0.1 = 10 %). Computed once per Comparison."""
+        import copy
+        cached = self.__dict__.get("_json")
+        if cached is None:
+            cached = self._to_json()
+            object.__setattr__(self, "_json", cached)
+        return copy.deepcopy(cached)
+
+    def _to_json(self) -> dict:
         model = self._stats(self.predicted.flop_per_s)
         baseline = self._stats(self.predicted.baseline_flop_per_s)
         out = {k: model[k] for k in STAT_KEYS}
@@ -366,12 +392,12 @@ def format_text(c: Comparison, rows: bool = False) -> str:
     if not j["best_config"]:
         L.append("  (no size has two or more configs measured)")
     else:
-        L.append(f"{'size':>10s} {'rungs':5s} {'n':>3s}  {'model pick':26s} {'pred':>7s} {'meas':>7s} {'rank':>4s}  "
+        L.append(f"{'size':>10s} {'rungs':12s} {'n':>4s}  {'model pick':26s} {'pred':>7s} {'meas':>7s} {'rank':>4s}  "
                  f"{'fastest measured':26s} {'meas':>7s} {'cost':>7s}  ties (cost range)")
-    for e in j["best_config"]:
+    for e in _merge_scopes(j["best_config"]):
         mp, mb = e["model_pick"], e["measured_best"]
         tie = f"{e['ties']} ({_pct(e['cost_range'][0])} to {_pct(e['cost_range'][1])})" if e["ties"] > 1 else "-"
-        L.append(f"{_size(e['M'], e['N'], e['K']):>10s} {e['scope']:5s} {e['n']:3d}  {mp['label']:26s} "
+        L.append(f"{_size(e['M'], e['N'], e['K']):>10s} {e['scope']:12s} {e['n']:4d}  {mp['label']:26s} "
                  f"{_gf(mp['predicted_flop_per_s']):>7s} {_gf(mp['measured_flop_per_s']):>7s} {e['rank']:4d}  "
                  f"{mb['label']:26s} {_gf(mb['measured_flop_per_s']):>7s} {_pct(e['cost']):>7s}  {tie}")
     if rows:
@@ -393,6 +419,22 @@ def _rows_text(c: Comparison) -> str:
                  f"{_gf(p.baseline_flop_per_s[i]):>9s} {_pct(eb[i], True):>8s} "
                  f"{_pct(c.measured[i] / ref) if ref else '-':>9s}")
     return "\n".join(L)
+
+
+def _merge_scopes(entries: list[dict]) -> list[dict]:
+    """One row where the 01-06 and 04-06 picks at a size are the same configs (the fastest config is a
+    register-tiling one, so both scopes pick alike): scope shown as "01-06, 04-06", the larger n kept."""
+    out: list[dict] = []
+    for e in entries:
+        prev = out[-1] if out else None
+        if (prev is not None and (prev["M"], prev["N"], prev["K"]) == (e["M"], e["N"], e["K"])
+                and prev["model_pick"]["config_key"] == e["model_pick"]["config_key"]
+                and prev["measured_best"]["config_key"] == e["measured_best"]["config_key"]
+                and prev["rank"] == e["rank"]):
+            out[-1] = {**prev, "scope": f"{prev['scope']}, {e['scope']}"}
+            continue
+        out.append(e)
+    return out
 
 
 def format_markdown(c: Comparison) -> str:
@@ -423,7 +465,7 @@ def format_markdown(c: Comparison) -> str:
         L += ["| size | rungs | configs | model's pick | predicted / measured GFLOP/s | measured rank | "
               "fastest measured | GFLOP/s | cost | ties (cost range) |",
               "|---|---|---:|---|---:|---:|---|---:|---:|---|"]
-        for e in j["best_config"]:
+        for e in _merge_scopes(j["best_config"]):
             mp, mb = e["model_pick"], e["measured_best"]
             ties = (f"{e['ties']} ({_pct(e['cost_range'][0])} to {_pct(e['cost_range'][1])})"
                     if e["ties"] > 1 else "-")
@@ -439,21 +481,92 @@ def format_markdown(c: Comparison) -> str:
 
 
 def _no_data_message(paths) -> str:
-    from .data import DEFAULT_DATA, ROOT
-    where = ", ".join(map(str, paths)) if paths else DEFAULT_DATA.relative_to(ROOT).as_posix()
-    return (f"No measurements found in {where}: the H200 sweep results are not shipped yet, or the path "
-            "is wrong. Pass JSON Lines files or folders, e.g. "
-            "`python analyze.py compare tests/fixtures/mini_h200.jsonl`.")
+    from .data import DEFAULT_DATA, ROOT, describe_files
+    if paths:
+        return (f"no measurement rows (schema gemmscope.measurement) in {', '.join(map(str, paths))}: "
+                f"{describe_files(paths)}")
+    where = DEFAULT_DATA.relative_to(ROOT).as_posix()
+    return (f"no measurements found in {where} (the default data set is missing from this checkout); pass "
+            "JSON Lines files or folders, e.g. `python analyze.py compare tests/fixtures/mini_h200.jsonl`")
+
+
+def score_predictions(preds: Sequence[dict], rows: Sequence[Measurement]) -> dict:
+    """Score predictions committed before measuring (``experiments/predict.py`` rows) against measured rows.
+
+    A prediction matches the latest ok, verified measurement with the same config key, M, N, K and GPU
+    key. Returns the :data:`STAT_KEYS` (fractions), ``n`` matched, ``n_predictions``, ``unmatched`` (no
+    measurement yet), ``no_prediction`` (the model refused the config), the models and commits that made
+    them, and ``by_rung``."""
+    measured: dict[tuple, Measurement] = {}
+    for r in scored(latest(rows)):
+        gkey = r.device.key or resolve_gpu(r.device).key
+        measured[(r.key, r.M, r.N, r.K, gkey)] = r
+    pred, meas, rungs = [], [], []
+    unmatched = refused = 0
+    for p in preds:
+        if p.get("flop_per_s") is None:
+            refused += 1
+            continue
+        m = measured.get((p.get("config"), p.get("M"), p.get("N"), p.get("K"), p.get("gpu_key")))
+        if m is None:
+            unmatched += 1
+            continue
+        pred.append(float(p["flop_per_s"]))
+        meas.append(float(m.flop_per_s))
+        rungs.append(m.rung)
+    if not pred:
+        raise NoDataError(f"none of the {len(preds)} predictions matches a measured row (same config key, "
+                          "M, N, K and GPU key, status ok and verified): measure the sweep first")
+    out = summary(pred, meas)
+    pa, ma, ra = np.array(pred), np.array(meas), np.array(rungs)
+    out["by_rung"] = {f"{q:02d}": summary(pa[ra == q], ma[ra == q]) for q in sorted(set(rungs))}
+    out.update(n_predictions=len(preds), unmatched=unmatched, no_prediction=refused,
+               models=sorted({str(p.get("model")) for p in preds}),
+               model_commits=sorted({str(p.get("model_commit")) for p in preds}),
+               sweeps=sorted({str(p.get("sweep")) for p in preds}))
+    return out
+
+
+def format_prediction_score(j: dict, path) -> str:
+    L = [f"Predictions in {path} (sweeps {', '.join(j['sweeps'])}; model {', '.join(j['models'])} at commit "
+         f"{', '.join(j['model_commits'])}), committed before the measurement, against the measured rows:",
+         f"{j['n']} matched of {j['n_predictions']} predictions ({j['unmatched']} not measured yet, "
+         f"{j['no_prediction']} the model refused)", ""]
+    for k, name, f in STAT_LABELS:
+        L.append(f"{name:28s} {f(j[k]):>10s}")
+    L += ["", f"{'rung':28s} {'n':>4s} {'MAPE':>8s} {'median':>8s} {'max':>8s} {'rho':>6s} {'<=10%':>7s} {'<=25%':>7s}"]
+    for key, s in j["by_rung"].items():
+        L.append(f"{_rung_name(key):28s} {s['n']:4d} {_pct(s['mape']):>8s} {_pct(s['median_ape']):>8s} "
+                 f"{_pct(s['max_ape']):>8s} {_rho(s['spearman']):>6s} {_pct(s['within_10']):>7s} "
+                 f"{_pct(s['within_25']):>7s}")
+    return "\n".join(L)
 
 
 def main(args) -> int:
-    """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline]``."""
+    """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline] [--predictions FILE]``."""
+    from .cli import stages
     paths = list(getattr(args, "data", None) or [])
+    bar = stages(2, "compare: loading")
     rows = load(paths)
+    bar.update()
     if not rows:
+        bar.close()
         raise NoDataError(_no_data_message(paths))
+    bar.set_description_str(f"compare: predicting {len(rows)} rows")
+    pfile = getattr(args, "predictions", None)
+    if pfile:
+        from experiments.predict import read_predictions
+        try:
+            preds = read_predictions(pfile)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+        j = score_predictions(preds, rows)
+        bar.close()
+        print(json.dumps(j, indent=2) if getattr(args, "json", False) else format_prediction_score(j, pfile))
+        return 0
     model = getattr(args, "model", "timing")
     c = compare(rows, predictor=_roofline_predictions if model == "roofline" else None)
+    bar.close()
     if getattr(args, "json", False):
         print(json.dumps(c.to_json(), indent=2))
     else:

@@ -245,8 +245,10 @@ def load(paths: Sequence[str | Path] | None = None) -> list[Measurement]:
     for f in find_files(paths):
         try:
             text = f.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(f"{f}: not a JSON Lines text file (undecodable byte at offset {e.start})") from None
         except OSError as e:
-            raise DataError(f"{f}: cannot read: {e}") from None
+            raise DataError(f"{f}: cannot read: {e.strerror or e}") from None
         for i, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -273,18 +275,53 @@ def resolve_gpu(device: Device):
     """The :class:`~model.spec.GPUSpec` for a row's device: :func:`model.spec.match_device` on name,
     compute capability and SM count, else the row's ``gpu.key`` through :func:`model.spec.load_gpu`."""
     from model.spec import SpecError, load_gpu, match_device
-    if device.cc_major is not None and device.sm_count is not None:
-        spec = match_device(device.name, device.cc_major, device.cc_minor or 0, device.sm_count)
-        if spec is not None:
-            return spec
+    # The row's own key first: a broken spec file of some other GPU must not stop this one's data.
     if device.key:
         try:
-            return load_gpu(device.key)
+            spec = load_gpu(device.key)
         except SpecError:
-            pass
+            spec = None
+        if spec is not None and (device.cc_major is None or device.sm_count is None or (
+                (spec.cc_major, spec.cc_minor, spec.sm_count) == (device.cc_major, device.cc_minor or 0,
+                                                                   device.sm_count))):
+            return spec
+    if device.cc_major is not None and device.sm_count is not None:
+        try:
+            spec = match_device(device.name, device.cc_major, device.cc_minor or 0, device.sm_count)
+        except SpecError as e:
+            raise DataError(f"cannot identify the measured device {device.name!r}: a spec file in gpus/ is "
+                            f"broken: {e}") from None
+        if spec is not None:
+            return spec
     cc = "?" if device.cc_major is None else f"{device.cc_major}.{device.cc_minor}"
     raise DataError(f"no GPU spec in gpus/ matches the measured device {device.name!r} (cc {cc}, "
                     f"{device.sm_count} SMs, key {device.key!r}); add a gpus/<key>.toml for it")
+
+
+def describe_files(paths: Sequence[str | Path]) -> str:
+    """Why ``paths`` gave no measurement rows, in a few words per file (empty, ncu rows, other schema)."""
+    out = []
+    for f in find_files(paths):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            out.append(f"{f}: unreadable")
+            continue
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if not lines:
+            out.append(f"{f} is empty")
+            continue
+        schemas = Counter()
+        for ln in lines:
+            try:
+                obj = json.loads(ln)
+                schemas[obj.get("schema") if isinstance(obj, dict) else type(obj).__name__] += 1
+            except json.JSONDecodeError:
+                schemas["not JSON"] += 1
+        what = ", ".join(f"{n} {k}" for k, n in schemas.most_common())
+        out.append(f"{f} holds {what} rows" + (" (Nsight Compute counters, not timings)"
+                                               if NCU_SCHEMA in schemas else ""))
+    return "; ".join(out) if out else "no *.jsonl files there"
 
 
 def latest(rows: Iterable[Measurement]) -> list[Measurement]:

@@ -132,10 +132,19 @@ def _dodge(xs: Sequence[float], step: float = 1.07, span: float = 1.35) -> list[
     return out
 
 
-def build_roofline(gpu, points: Sequence[RooflinePoint], subtitle: str = "", cublas: float | None = None):
-    """Hierarchical roofline of ``gpu`` with ``points`` (measured filled, predicted hollow)."""
+def naive_seed_intensity(K: int = 4096) -> float:
+    """FLOP per DRAM byte of the naive kernel when nothing is reused from a cache (section 1 of the report):
+    each output reads K elements of A and K of B (4 B each) and writes one: 2K / (4 (2K + 1)) ~ 0.25."""
+    return 2.0 * K / (4.0 * (2 * K + 1))
+
+
+def build_roofline(gpu, points: Sequence[RooflinePoint], subtitle: str = "", cublas: float | None = None,
+                   seed_K: int | None = 4096):
+    """Roofline of ``gpu`` at the DRAM level with ``points`` (measured filled, predicted hollow, joined by a
+    thin line) at the model's DRAM-level intensity; the naive kernel's no-reuse intensity of section 1
+    marked. Only ceilings that belong on this axis are drawn: FP32 and DRAM (datasheet and measured)."""
     from matplotlib.lines import Line2D
-    fig = _figure(9.5, 6.0)
+    fig = _figure(10.0, 6.2)
     ax = fig.add_subplot()
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -146,12 +155,11 @@ def build_roofline(gpu, points: Sequence[RooflinePoint], subtitle: str = "", cub
     xhi = max([100.0] + [x * 3 for x in xs_pts])
     x = np.logspace(np.log10(xlo), np.log10(xhi), 400)
     ax.axhline(peak, color=_CEIL["fp32"], lw=2.2, label=ceil["fp32"][1], zorder=2)
-    for key, style in (("dram", "-"), ("dram_measured", "--"), ("l2", "-."), ("shared", ":")):
+    for key, style in (("dram", "-"), ("dram_measured", "--")):
         if key not in ceil:
             continue
         bw, text = ceil[key]
-        color = _CEIL["dram" if key.startswith("dram") else key]
-        ax.plot(x, np.minimum(peak, bw * x), style, color=color, lw=1.8, label=text, zorder=2)
+        ax.plot(x, np.minimum(peak, bw * x), style, color=_CEIL["dram"], lw=1.8, label=text, zorder=2)
     if cublas:
         ax.axhline(cublas, color=_color(0), lw=1.2, ls=(0, (1, 2)),
                    label=f"cuBLAS {cublas / 1e12:.1f} TFLOP/s (measured)")
@@ -172,13 +180,28 @@ def build_roofline(gpu, points: Sequence[RooflinePoint], subtitle: str = "", cub
         ax.plot(xd[m], pred[m], "o", ls="", mfc="white", mec=c, mew=1.2 if many else 1.8, ms=ms + 1, zorder=4)
         if has.any():
             ax.plot(xd[has], meas[has], "o", ls="", color=c, ms=ms, alpha=0.7 if many else 1.0, zorder=5)
+    if seed_K:
+        xi = naive_seed_intensity(seed_K)
+        dram = ceil["dram"][0]
+        ax.axvline(xi, color=_color(1), lw=1.0, ls=":", zorder=1)
+        naive = [(xd[i], meas[i] if np.isfinite(meas[i]) else pred[i]) for i, p in enumerate(points) if p.rung == 1]
+        text = (f"naive kernel, no cache reuse (report section 1):\n{xi:.2f} FLOP/B -> at most "
+                f"{xi * dram / 1e12:.1f} TFLOP/s from DRAM")
+        if naive:
+            tx, ty = min(naive, key=lambda t: t[0])
+            text += ("\nmeasured naive kernels sit at higher intensity: L1 and L2\nserve most of their "
+                     "re-reads, so DRAM sees far fewer bytes")
+            ax.annotate("", xy=(tx, ty), xytext=(xi, ty), zorder=6,
+                        arrowprops={"arrowstyle": "->", "color": _color(1), "lw": 1.0})
+        ax.text(xi * 1.08, xi * dram / 6, text, fontsize=8, color="#333333", va="top",
+                bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#bbbbbb", "lw": 0.6})
     ax.set_xlim(xlo, xhi)
     ys = [p.predicted for p in points] + [p.measured for p in points if p.measured]
     ax.set_ylim(min([peak / 1000] + [y / 2 for y in ys]), peak * 2.5)
-    ax.set_xlabel("arithmetic intensity at DRAM level (FLOP/byte, model's traffic count)")
+    ax.set_xlabel("arithmetic intensity at DRAM level (FLOP per DRAM byte, as the model counts the traffic)")
     ax.set_ylabel("performance (FLOP/s)")
     _flops_axis(ax)
-    ax.set_title(f"Roofline: {_gpu_name(gpu)}" + (f"\n{subtitle}" if subtitle else ""), fontsize=11)
+    ax.set_title(f"Roofline (DRAM level): {_gpu_name(gpu)}" + (f"\n{subtitle}" if subtitle else ""), fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.1)
     handles, labels = ax.get_legend_handles_labels()
@@ -187,23 +210,32 @@ def build_roofline(gpu, points: Sequence[RooflinePoint], subtitle: str = "", cub
         handles.append(Line2D([], [], marker="o", ls="", color=_color(r), ms=7))
         labels.append(RUNGS[r].label)
     if any(p.measured is not None for p in points):
-        handles.append(Line2D([], [], marker="o", ls="", color="k", ms=7))
+        handles.append(Line2D([], [], marker="o", ls="", color="#555555", ms=7))
         labels.append("filled: measured")
-    handles.append(Line2D([], [], marker="o", ls="", mfc="white", mec="k", mew=1.8, ms=8))
+    handles.append(Line2D([], [], marker="o", ls="", mfc="white", mec="#555555", mew=1.8, ms=8))
     labels.append("hollow: predicted (model)")
     ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8.5, frameon=False)
+    fig.text(0.01, -0.02, "L2 and shared-memory limits are not drawn: they bind against their own traffic, not "
+             "DRAM's (analyze.py explain prints every level's time).", fontsize=8, color="#555555")
     return fig
 
 
-def _roofline_points(cmp, size=None) -> tuple[list[RooflinePoint], tuple[int, int, int]]:
-    if size is None:   # the size with the most configs measured; ties: the largest
+def _roofline_points(cmp, size=None, classic_only: bool = True) -> tuple[list[RooflinePoint], tuple[int, int, int]]:
+    """Points of one size: the rungs' classic configs (default; readable, one point each) at the size where
+    most of them were measured, else every config at the size with the most configs."""
+    from model.registry import classic_configs
+    classic = {c.key for c in classic_configs()}
+    rows = list(enumerate(cmp.rows))
+    if classic_only and any(r.key in classic for _, r in rows):
+        rows = [(i, r) for i, r in rows if r.key in classic]
+    if size is None:   # the size with the most configs; ties: the largest
         counts: dict = {}
-        for r in cmp.rows:
+        for _, r in rows:
             counts[r.size] = counts.get(r.size, 0) + 1
-        size = max(counts, key=lambda s: (counts[s], s))
+        size = max(counts, key=lambda s: (counts[s], s == (4096, 4096, 4096), s))   # ties: 4096^3, else largest
     pts = [RooflinePoint(r.rung, r.label, float(cmp.predicted.intensity_dram[i]),
                          float(cmp.predicted.flop_per_s[i]), float(cmp.measured[i]))
-           for i, r in enumerate(cmp.rows) if r.size == tuple(size)]
+           for i, r in rows if r.size == tuple(size)]
     return pts, tuple(size)
 
 
@@ -223,20 +255,22 @@ def _size_text(size) -> str:
 
 
 def roofline(cmp, out, gpu=None, size=None) -> Path:
-    """Save the roofline. With a Comparison: its configs at one size (default: the size with the most
-    configs). With ``cmp=None``: the predicted classic configs on ``gpu`` at 4096^3 (no measurements)."""
+    """Save the roofline. With a Comparison: its classic configs at one size (default: the size where most
+    were measured). With ``cmp=None``: the predicted classic configs on ``gpu`` at 4096^3."""
     if cmp is None:
         if gpu is None:
             raise ValueError("roofline needs a Comparison or a GPU spec")
         size = size or (4096, 4096, 4096)
         fig = build_roofline(gpu, _predicted_points(gpu, size),
-                             f"classic configs at {_size_text(size)}: predictions only (no measured data)")
+                             f"classic configs at {_size_text(size)}: predictions only (no measured data)",
+                             seed_K=size[2])
         return _save(fig, out)
     pts, size = _roofline_points(cmp, size)
     cub = max((r.flop_per_s for r in cmp.cublas if r.size == size), default=None)
-    sub = (f"{len(pts)} configs at {_size_text(size)}; x = FLOPs / the DRAM bytes the model counts (A, B, C once "
-           "plus L2 misses)\n(configs of equal intensity are spread slightly sideways)")
-    fig = build_roofline(cmp.gpu, pts, sub, cublas=cub)
+    sub = (f"each rung's classic configs at {_size_text(size)}; x = FLOPs / the DRAM bytes the model counts "
+           "(A, B, C once plus L2 misses)\n(configs of equal intensity are spread slightly sideways; a thin line "
+           "joins a config's measured and predicted points)")
+    fig = build_roofline(cmp.gpu, pts, sub, cublas=cub, seed_K=size[2])
     return _save(fig, out)
 
 
@@ -246,27 +280,44 @@ def roofline(cmp, out, gpu=None, size=None) -> Path:
 
 
 def build_scatter(cmp, show_baseline: bool = True):
-    """Predicted against measured GFLOP/s (log-log), y = x, +-10 % band, +-25 % lines; colour by rung."""
-    fig = _figure(7.5, 6.6)
+    """Predicted against measured GFLOP/s (log-log), y = x, +-10 % band, +-25 % lines; colour by rung; where
+    rows crowd, a grey hexagon density layer underneath says how many rows each cell holds."""
+    from matplotlib.lines import Line2D
+    fig = _figure(8.6, 6.6)
     ax = fig.add_subplot()
     meas = cmp.measured / 1e9
     pred = cmp.predicted.flop_per_s / 1e9
     base = cmp.predicted.baseline_flop_per_s / 1e9
     vals = np.concatenate([meas, pred] + ([base] if show_baseline else []))
+    vals = vals[np.isfinite(vals) & (vals > 0)]
     lo, hi = vals.min() / 1.6, vals.max() * 1.6
     x = np.array([lo, hi])
-    ax.fill_between(x, x * 0.9, x * 1.1, color="#bbbbbb", alpha=0.45, lw=0, label="within +-10 %")
-    ax.plot(x, x, color="k", lw=1.0, label="y = x (exact)")
-    ax.plot(x, x * 1.25, color="k", lw=0.7, ls=":", label="+-25 %")
-    ax.plot(x, x * 0.75, color="k", lw=0.7, ls=":")
-    if show_baseline:
-        ax.plot(meas, base, "x", color="#7f7f7f", ms=6, mew=1.2, label="plain roofline", zorder=3)
-    rungs = cmp.rungs
-    for r in sorted(set(rungs.tolist())):
-        m = rungs == r
-        ax.plot(meas[m], pred[m], "o", color=_color(r), ms=7, mec="white", mew=0.6, label=RUNGS[r].label, zorder=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.fill_between(x, x * 0.9, x * 1.1, color="#bbbbbb", alpha=0.45, lw=0, label="within +-10 %", zorder=1)
+    ax.plot(x, x, color="k", lw=1.0, label="y = x (exact)", zorder=2)
+    ax.plot(x, x * 1.25, color="k", lw=0.7, ls=":", label="+-25 %", zorder=2)
+    ax.plot(x, x * 0.75, color="k", lw=0.7, ls=":", zorder=2)
+    dense = len(meas) > 150
+    ok = np.isfinite(pred) & (pred > 0)
+    if dense:
+        hb = ax.hexbin(meas[ok], pred[ok], xscale="log", yscale="log", gridsize=40, bins="log", mincnt=1,
+                       cmap="Greys", extent=(np.log10(lo), np.log10(hi), np.log10(lo), np.log10(hi)), zorder=0,
+                       alpha=0.9, linewidths=0)
+        cb = fig.colorbar(hb, ax=ax, fraction=0.04, pad=0.02)
+        cb.set_label("model rows per hexagon (log scale)", fontsize=8.5)
+        cb.ax.tick_params(labelsize=8)
+    if show_baseline:
+        ax.plot(meas, base, "x", color="#7f7f7f", ms=4 if dense else 6, mew=0.8 if dense else 1.2,
+                alpha=0.35 if dense else 1.0, label="plain roofline", zorder=3)
+    rungs = cmp.rungs
+    handles, labels = ax.get_legend_handles_labels()
+    for r in sorted(set(rungs.tolist())):
+        m = rungs == r
+        ax.plot(meas[m], pred[m], "o", color=_color(r), ms=3.0 if dense else 7, mec="none" if dense else "white",
+                mew=0.6, alpha=0.45 if dense else 1.0, zorder=4)
+        handles.append(Line2D([], [], marker="o", ls="", color=_color(r), ms=7))
+        labels.append(f"{RUNGS[r].label} ({int(m.sum())} rows)")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_aspect("equal")
@@ -283,12 +334,12 @@ def build_scatter(cmp, show_baseline: bool = True):
                  + (f", Spearman {s['spearman']:.2f}" if s["spearman"] is not None else "")
                  + ("\n(timing model, leave-one-rung-out cross-validated)" if "cross" in cmp.predicted.model
                     or "calibrated on the other rungs" in cmp.predicted.model else ""), fontsize=11)
-    ax.text(0.04, 0.96, "above the line: model optimistic", transform=ax.transAxes, va="top", fontsize=8.5,
-            color="#555555")
-    ax.text(0.96, 0.04, "below: model pessimistic", transform=ax.transAxes, ha="right", fontsize=8.5,
-            color="#555555")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8.5, frameon=False)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.22 if dense else 1.02, 1.0), fontsize=8.5,
+              frameon=False)
+    fig.text(0.01, -0.03, "Above the diagonal the model is optimistic (predicts faster than measured), below it "
+             "pessimistic." + (" Points are translucent; the grey hexagons count the rows beneath them." if dense
+                               else ""), fontsize=8, color="#555555")
     return fig
 
 
@@ -315,8 +366,8 @@ def _series_configs(cmp) -> dict[int, str]:
 
 
 def _size_ticks(sizes) -> list[int]:
-    """Tick positions: powers of two first, then other sizes not within 15 % of a tick (1000 next to 1024
-    would print over it)."""
+    """Major tick positions: powers of two first, then other sizes not within 15 % of a tick (1000 next to
+    1024 would print over it; :func:`build_sizes` labels such sizes on a second row)."""
     sizes = sorted(set(sizes))
     ticks = [s for s in sizes if s & (s - 1) == 0]
     for s in sizes:
@@ -326,12 +377,14 @@ def _size_ticks(sizes) -> list[int]:
 
 
 def build_sizes(cmp):
-    """Measured (solid) and predicted (dashed) GFLOP/s against square size, one line per rung, and cuBLAS."""
+    """Measured (solid) and predicted (dashed) GFLOP/s against square size, one line per rung, and cuBLAS;
+    log-log, so small sizes are as readable as large; every measured size labelled."""
     from matplotlib.lines import Line2D
-    fig = _figure(9.0, 5.6)
+    fig = _figure(9.0, 5.8)
     ax = fig.add_subplot()
     series = _series_configs(cmp)
     all_sizes = set()
+    ys = []
     for k, (rung, key) in enumerate(series.items()):
         idx = [i for i, r in enumerate(cmp.rows) if r.key == key and r.M == r.N == r.K]
         idx.sort(key=lambda i: cmp.rows[i].M)
@@ -342,6 +395,7 @@ def build_sizes(cmp):
         # dashes of three phases: rungs whose predictions coincide (04-06 often do) interleave their colours
         ax.plot(s, cmp.predicted.flop_per_s[idx] / 1e9, ls=(3 * (k % 3), (3, 6)), color=c, lw=1.6, marker="o",
                 mfc="white", ms=5)
+        ys += list(cmp.measured[idx] / 1e9) + list(cmp.predicted.flop_per_s[idx] / 1e9)
     cub = sorted((r.M, r.flop_per_s) for r in cmp.cublas if r.M == r.N == r.K)
     cub_src = "measured"
     if not cub and cmp.gpu.cublas_sgemm_flop_per_s:
@@ -351,22 +405,28 @@ def build_sizes(cmp):
         cs, cf = zip(*cub)
         all_sizes.update(cs)
         ax.plot(cs, np.array(cf) / 1e9, "-s", color=_color(0), lw=2.0, ms=5, label=f"00 cuBLAS ({cub_src})")
+        ys += list(np.array(cf) / 1e9)
     peak = cmp.gpu.peak_fp32_flop_per_s / 1e9
     ax.axhline(peak, color=_CEIL["fp32"], lw=1.0, ls=":", label=f"FP32 peak {peak / 1e3:.1f} TFLOP/s")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ticks = _size_ticks(all_sizes)
     ax.set_xticks(ticks)
     ax.set_xticklabels([str(t) for t in ticks])
-    ax.minorticks_off()
+    crowded = sorted(set(all_sizes) - set(ticks))
+    ax.set_xticks(crowded, minor=True)
+    ax.set_xticklabels([str(t) for t in crowded], minor=True)
+    ax.tick_params(axis="x", which="minor", pad=14, labelsize=8.5, length=8)
     if len(ticks) == 1:
         ax.set_xlim(ticks[0] / 1.5, ticks[0] * 1.5)
-    ax.set_ylim(0, peak * 1.08)
-    ax.set_xlabel("matrix size M = N = K (log2 scale)")
-    ax.set_ylabel("GFLOP/s")
-    _thousands(ax, "y")
+    ys = [y for y in ys if np.isfinite(y) and y > 0]
+    ax.set_ylim(min(ys) / 1.5 if ys else peak / 1000, peak * 1.5)
+    ax.set_xlabel("matrix size M = N = K (log2 scale; sizes next to a power of two are labelled on a second row)")
+    ax.set_ylabel("GFLOP/s (log scale)")
+    _thousands(ax, "y", minor=True)
     ax.set_title(f"Performance against size: {_gpu_name(cmp.gpu)}\nsolid = measured, dashed = predicted "
                  "(each rung's classic config)", fontsize=11)
-    ax.grid(True, alpha=0.3)
+    ax.grid(True, which="major", alpha=0.3)
     h, labels = ax.get_legend_handles_labels()
     h += [Line2D([], [], color="k", ls="-", marker="o", ms=5), Line2D([], [], color="k", ls="--", marker="o",
                                                                        mfc="white", ms=5)]
@@ -384,9 +444,12 @@ def sizes(cmp, out) -> Path:
 # --------------------------------------------------------------------------------------------------
 
 
-def build_occupancy(gpus: Sequence = None):
+def build_occupancy(gpus: Sequence = None, notes: dict | None = None):
     """Blocks per SM (top) and active threads per SM (bottom) against threads per block (32..1024), one
-    column per GPU; markers coloured by the binding limit; the seed's 16x16 and 32x32 blocks annotated."""
+    column per GPU; markers coloured by the binding limit; the seed's 16x16 and 32x32 blocks annotated.
+    ``notes``: GPU key -> text printed under that GPU's column (the report puts the model's predictions
+    and the measured times of the two blocks there, read from the Prediction objects)."""
+    from matplotlib.lines import Line2D
     from model.occupancy import occupancy as occ_fn
     from model.spec import load_gpu
     gpus = [load_gpu(g) if isinstance(g, str) else g for g in (gpus or OCCUPANCY_GPUS)]
@@ -408,8 +471,10 @@ def build_occupancy(gpus: Sequence = None):
             c, text = _LIMITER[name]
             top.plot(threads[m], blocks[m], "o", color=c, ms=4.5, label=f"binds: {text}", zorder=3)
             bot.plot(threads[m], active[m], "o", color=c, ms=4.5, zorder=3)
+        changes = 0
         for i in range(1, len(lim)):          # where the binding limit changes
             if lim[i] != lim[i - 1]:
+                changes += 1
                 for ax in (top, bot):
                     ax.axvline((threads[i] + threads[i - 1]) / 2, color="#bbbbbb", lw=0.8, ls="-.")
         # the seed's two blocks; labels sit in the empty lower part of the threads panel
@@ -425,7 +490,7 @@ def build_occupancy(gpus: Sequence = None):
                          arrowprops={"arrowstyle": "->", "lw": 0.8, "color": "#333333"},
                          bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "#999999", "lw": 0.6})
             top.plot([t], [o.blocks_per_sm], "o", ms=11, mfc="none", mec="k", mew=1.4, zorder=4)
-        top.set_title(f"{_gpu_name(gpu)} (CC {gpu.compute_capability}): {gpu.max_threads_per_sm} threads, "
+        top.set_title(f"{_gpu_name(gpu)} (CC {gpu.compute_capability})\n{gpu.max_threads_per_sm} threads, "
                       f"{gpu.max_blocks_per_sm} blocks per SM", fontsize=10)
         top.set_ylabel("resident blocks per SM")
         bot.set_ylabel("active threads per SM")
@@ -435,17 +500,26 @@ def build_occupancy(gpus: Sequence = None):
         for ax in (top, bot):
             ax.set_xticks([32, 256, 512, 768, 1024])
             ax.grid(True, alpha=0.3)
-        top.legend(loc="upper right", fontsize=8, frameon=True)
+        th, tl = top.get_legend_handles_labels()
+        if changes:
+            th.append(Line2D([], [], color="#bbbbbb", lw=0.8, ls="-."))
+            tl.append("the binding limit changes")
+        top.legend(th, tl, loc="upper right", fontsize=8, frameon=True)
         bot.legend(loc="upper right", fontsize=8, frameon=True)
+        note = (notes or {}).get(gpu.key)
+        if note:
+            bot.text(0.0, -0.2, note, transform=bot.transAxes, ha="left", va="top", fontsize=8,
+                     family="monospace", bbox={"boxstyle": "round,pad=0.4", "fc": "#f7f7f7", "ec": "#bbbbbb",
+                                               "lw": 0.6})
     fig.suptitle("Occupancy against block size: threads and resident blocks only"
                  + ("\n" if len(gpus) < 2 else " ") + "(no register or shared-memory pressure, as in the seed)",
                  fontsize=11)
-    fig.tight_layout()
+    fig.subplots_adjust(hspace=0.12, wspace=0.3, top=0.87)   # fixed layout: tight_layout would draw the figure once more
     return fig
 
 
-def occupancy(out, gpus: Sequence = None) -> Path:
-    return _save(build_occupancy(gpus), out)
+def occupancy(out, gpus: Sequence = None, notes: dict | None = None) -> Path:
+    return _save(build_occupancy(gpus, notes), out)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -454,44 +528,50 @@ def occupancy(out, gpus: Sequence = None) -> Path:
 
 
 def build_errors(cmp):
-    """Signed error (predicted - measured)/measured in % by rung: the model (rung colour) beside the plain
-    roofline (grey), boxes with every row as a point."""
+    """Signed error (predicted - measured)/measured in % by rung: the model (box in the rung's colour) beside
+    the plain roofline (grey); boxes show quartiles and 1.5 IQR whiskers, rows beyond them are dots."""
     from matplotlib.patches import Patch
-    fig = _figure(9.0, 5.4)
+    fig = _figure(9.0, 5.6)
     ax = fig.add_subplot()
     rungs = cmp.rungs
     present = sorted(set(rungs.tolist()))
     em = 100 * cmp.errors
     eb = 100 * cmp.baseline_errors
-    rng = np.random.default_rng(0)
     off = 0.2
     for i, r in enumerate(present):
         m = rungs == r
-        for data, dx, face, edge in ((em[m], -off, _color(r), _color(r)), (eb[m], off, "#d9d9d9", "#7f7f7f")):
-            bp = ax.boxplot([data], positions=[i + dx], widths=0.32, patch_artist=True, showfliers=False,
-                            medianprops={"color": "k", "lw": 1.2})
+        for data, dx, face, edge, alpha in ((em[m], -off, _color(r), _color(r), 0.55),
+                                            (eb[m], off, "#d9d9d9", "#7f7f7f", 0.9)):
+            bp = ax.boxplot([data], positions=[i + dx], widths=0.32, patch_artist=True, showfliers=True,
+                            medianprops={"color": "k", "lw": 1.4},
+                            flierprops={"marker": "o", "ms": 2.5, "mfc": edge, "mec": "none", "alpha": 0.6})
             for patch in bp["boxes"]:
                 patch.set_facecolor(face)
-                patch.set_alpha(0.35 if dx < 0 else 0.8)
+                patch.set_alpha(alpha)
                 patch.set_edgecolor(edge)
-            jitter = rng.uniform(-0.07, 0.07, size=data.size)
-            ax.plot(i + dx + jitter, data, "o", ms=4.5, color=edge, mec="white", mew=0.5, zorder=3)
+        ax.text(i, 1.0, f"n={int(m.sum())}", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                fontsize=8, color="#555555")
     ax.axhspan(-10, 10, color="#bbbbbb", alpha=0.35, lw=0, zorder=0)
     ax.axhline(0, color="k", lw=0.9)
     allv = np.concatenate([em, eb])
-    top = float(np.nanmax(allv)) if allv.size else 10.0
-    bottom = float(np.nanmin(allv)) if allv.size else -10.0
-    ticks = [-100, -75, -50, -25, -10, 0, 10, 25, 50, 75, 100]
-    if top > 300:      # errors above +300 %: linear to +-100 %, logarithmic above
+    allv = allv[np.isfinite(allv)]
+    top = float(np.max(allv)) if allv.size else 10.0
+    bottom = float(np.min(allv)) if allv.size else -10.0
+    if top > 300:      # errors above +300 %: linear to +-100 %, logarithmic above - marked on the plot
         ax.set_yscale("symlog", linthresh=100, linscale=2.0)
         ticks = [-100, -50, -25, 0, 25, 50, 100] + [v for v in (200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
                                                     if v <= top * 1.5]
         ax.set_ylim(min(-30.0, bottom - 10), top * 1.4)
+        ax.axhline(100, color="#555555", lw=0.9, ls=(0, (6, 3)), zorder=1)
+        ax.text(1.0, 100, " scale changes here:\n linear below +100 %,\n logarithmic above", va="center",
+                ha="left", transform=ax.get_yaxis_transform(), fontsize=8, color="#333333")
+        scale_note = " (linear to +100 %, logarithmic above)"
     else:
         lo, hi = min(-20.0, bottom - 10), max(20.0, top + 15)
         step = 25 if hi - lo <= 200 else 50
         ticks = list(range(int(np.floor(lo / step) * step), int(np.ceil(hi / step) * step) + 1, step))
         ax.set_ylim(lo, hi)
+        scale_note = ""
     ax.set_yticks(ticks)
     ax.set_yticklabels([f"{t:+d} %" if t else "0" for t in ticks])
     ax.minorticks_off()
@@ -499,13 +579,13 @@ def build_errors(cmp):
     ax.set_xticklabels([f"{r:02d}\n" + textwrap.fill(RUNGS[r].title, 14) for r in present], fontsize=9)
     ax.set_xlim(-0.6, len(present) - 0.4)
     ax.set_xlabel("rung")
-    ax.set_ylabel("signed error (predicted - measured) / measured (%)")
+    ax.set_ylabel("signed error (predicted - measured) / measured (%)" + scale_note, fontsize=9)
     ax.set_title(f"Prediction error by rung: {_gpu_name(cmp.gpu)}, {len(cmp.rows)} rows\n"
-                 "> 0: predicted faster than measured (optimistic); grey band: within +-10 %", fontsize=11)
+                 "> 0: predicted faster than measured (optimistic); grey band: within +-10 %", fontsize=11, pad=16)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend([Patch(fc="#9ecae1", ec="#3182bd", alpha=0.6), Patch(fc="#d9d9d9", ec="#7f7f7f")],
-              ["model (left, rung colour)", "plain roofline (right, grey)"], loc="upper left",
-              bbox_to_anchor=(1.02, 1.0), fontsize=8.5, frameon=False)
+    ax.legend([Patch(fc="white", ec="k"), Patch(fc="#d9d9d9", ec="#7f7f7f"), Patch(fc="#bbbbbb", alpha=0.35)],
+              ["left box of each pair: timing model\n(filled in that rung's colour)", "right box: plain roofline",
+               "within +-10 %"], loc="upper left", bbox_to_anchor=(1.16, 1.0), fontsize=8.5, frameon=False)
     return fig
 
 
@@ -518,20 +598,55 @@ def errors(cmp, out) -> Path:
 # --------------------------------------------------------------------------------------------------
 
 
-def all_plots(cmp, outdir, gpu=None) -> dict[str, Path]:
+_JOB: dict = {}   # what forked workers of all_plots read (inherited, never pickled)
+
+
+def _render(kind: str) -> tuple[str, Path]:
+    j = _JOB
+    out = j["outdir"] / f"{kind}.png"
+    if kind == "occupancy":
+        return kind, occupancy(out, notes=j["notes"])
+    if j["cmp"] is None:
+        return kind, roofline(None, out, gpu=j["gpu"])
+    return kind, {"roofline": roofline, "scatter": scatter, "sizes": sizes, "errors": errors}[kind](j["cmp"], out)
+
+
+def all_plots(cmp, outdir, gpu=None, notes: dict | None = None, progress=None, workers: int | None = None
+              ) -> dict[str, Path]:
     """Every plot into ``outdir`` (``<kind>.png``). With ``cmp=None`` only the data-free ones: the
-    occupancy plot and a predictions-only roofline of ``gpu`` (when given)."""
+    occupancy plot and a predictions-only roofline of ``gpu`` (when given).
+
+    The plots are independent, so they are drawn by ``workers`` forked processes (default: the CPU count,
+    at most 4; 1 draws them here), which inherit ``cmp`` instead of recomputing it; ``progress(kind)`` is
+    called as each one is written."""
+    import os
     outdir = Path(outdir)
-    out = {}
-    if cmp is not None:
-        out["roofline"] = roofline(cmp, outdir / "roofline.png")
-        out["scatter"] = scatter(cmp, outdir / "scatter.png")
-        out["sizes"] = sizes(cmp, outdir / "sizes.png")
-        out["errors"] = errors(cmp, outdir / "errors.png")
-    elif gpu is not None:
-        out["roofline"] = roofline(None, outdir / "roofline.png", gpu=gpu)
-    out["occupancy"] = occupancy(outdir / "occupancy.png")
-    return out
+    outdir.mkdir(parents=True, exist_ok=True)
+    tick = progress or (lambda name: None)
+    kinds = (["roofline", "scatter", "sizes", "errors"] if cmp is not None else
+             (["roofline"] if gpu is not None else [])) + ["occupancy"]
+    _JOB.clear()
+    _JOB.update(cmp=cmp, gpu=gpu, notes=notes, outdir=outdir)
+    workers = min(4, os.cpu_count() or 1) if workers is None else workers
+    out: dict[str, Path] = {}
+    try:
+        import multiprocessing as mp
+        ctx = mp.get_context("fork") if workers > 1 and "fork" in mp.get_all_start_methods() else None
+    except (ImportError, ValueError):
+        ctx = None
+    if ctx is None:
+        for k in kinds:
+            out[k] = _render(k)[1]
+            tick(k)
+        return out
+    _figure(1, 1)                       # import matplotlib once, before forking
+    # the slowest first, so that the pool finishes together
+    order = sorted(kinds, key=["occupancy", "roofline", "scatter", "sizes", "errors"].index)
+    with ctx.Pool(min(workers, len(order))) as pool:
+        for k, path in pool.imap_unordered(_render, order):
+            out[k] = path
+            tick(k)
+    return {k: out[k] for k in kinds}
 
 
 def main(args) -> int:
@@ -543,10 +658,12 @@ def main(args) -> int:
     kind = args.kind
     if kind not in KINDS:
         raise GemmscopeError(f"unknown plot kind {kind!r}; choose one of {', '.join(KINDS)}")
-    out = Path(args.out or Path("reports") / f"{kind}.png")
+    out = Path(args.out or Path("reports") / "figures" / f"{kind}.png")
     gpu_key = getattr(args, "gpu", None)
     if kind == "occupancy":
-        path = occupancy(out, [gpu_key] if gpu_key else None)
+        from .report import block_size_notes
+        gpus = [load_gpu(gpu_key)] if gpu_key else [load_gpu(g) for g in OCCUPANCY_GPUS]
+        path = occupancy(out, gpus, notes=block_size_notes(gpus))
     else:
         paths = list(getattr(args, "data", None) or [])
         rows = load(paths)

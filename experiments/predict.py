@@ -10,7 +10,6 @@ order). ``python analyze.py compare --predictions FILE DATA`` scores them agains
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -90,7 +89,8 @@ def read_predictions(path: str | Path) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     from experiments.sweep import SweepError, load_sweep  # noqa: PLC0415
     from model.spec import SpecError, load_gpu  # noqa: PLC0415
-    ap = argparse.ArgumentParser(prog="python -m experiments.predict", description=__doc__.split("\n\n")[0])
+    from analysis.cli import Parser  # noqa: PLC0415 - one-line usage errors, exit 2
+    ap = Parser(prog="python -m experiments.predict", description=__doc__.split("\n\n")[0])
     ap.add_argument("sweep", help="sweep name (experiments/sweeps/<name>.toml) or path")
     ap.add_argument("--gpu", default="h200", help="GPU spec key [h200]")
     ap.add_argument("--model", choices=("timing", "roofline"), default="timing")

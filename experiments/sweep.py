@@ -225,9 +225,11 @@ def load_sweep(name_or_path: str | Path) -> Sweep:
     if not path.is_file():
         raise SweepError(f"no sweep {text!r} (file {path} not found); shipped sweeps: {', '.join(sweep_names())}")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SweepError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise SweepError(f"{path}: not a text file (a sweep file is TOML)") from None
     return parse_sweep(data, path.stem, str(path))
 
 
@@ -328,48 +330,124 @@ def check_row(row: Mapping) -> list[str]:
 
 @dataclass
 class ResultsFile:
-    """What a results file holds: its rows and whether its last line was cut off."""
+    """What a results file holds: its rows and the state of its last line."""
 
     path: Path
     rows: list[dict]
-    truncated: bytes = b""     # an incomplete last line (no newline, or not valid JSON)
+    truncated: bytes = b""     # an incomplete last line (a run killed mid-write): cut off by repair()
+    unterminated: bool = False  # the last row is complete JSON but lacks its newline: completed by repair()
+
+
+def _is_row_start(line: bytes) -> bool:
+    return line.lstrip().startswith(b"{")
 
 
 def read_results(path: str | Path) -> ResultsFile:
-    """Read a JSON Lines results file. An incomplete last line (a run killed mid-write) is reported in
-    ``truncated``, not returned; an invalid line anywhere else raises :class:`SweepError`."""
+    """Read a JSON Lines results file.
+
+    A last line that is complete JSON without its newline is kept (``unterminated``: :func:`repair` adds
+    the newline); a last line that is the start of a row cut off mid-write is reported in ``truncated``
+    and not returned. Anything else that is not a JSON object per line (a file of another kind, binary
+    data, a corrupt line before the end) raises :class:`SweepError`: such a file is never cut."""
     path = Path(path)
     if not path.exists():
         return ResultsFile(path, [])
-    data = path.read_bytes()
+    if not path.is_file():
+        raise SweepError(f"{path} is not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SweepError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\0" in data:
+        raise SweepError(f"{path} is not a results file (binary data); refusing to touch it")
     lines = data.split(b"\n")
     tail = lines.pop()            # after the last newline: b"" for a complete file
     rows = []
+    truncated = b""
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == len(lines) and not tail:
-                tail = line + b"\n"
+        except ValueError as exc:
+            if i == len(lines) and not tail and _is_row_start(line) and rows:
+                truncated = line + b"\n"
                 break
-            raise SweepError(f"{path}:{i}: not valid JSON ({exc}); the file is corrupt, fix or remove it") from None
+            raise SweepError(f"{path}:{i}: not valid JSON ({exc}); not a results file, or a corrupt one: "
+                             "fix or remove it (it is never cut)") from None
         if not isinstance(row, dict):
-            raise SweepError(f"{path}:{i}: a row must be a JSON object")
+            raise SweepError(f"{path}:{i}: a row must be a JSON object; not a results file")
         rows.append(row)
-    return ResultsFile(path, rows, tail)
+    unterminated = False
+    if tail.strip():
+        try:
+            row = json.loads(tail)
+        except ValueError:
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+            unterminated = True
+        elif _is_row_start(tail) and (rows or tail.lstrip().startswith(b'{"schema"')):
+            truncated = tail
+        else:
+            raise SweepError(f"{path}:{len(lines) + 1}: not a JSON row; not a results file: refusing to touch it "
+                             "(use another --out)")
+    return ResultsFile(path, rows, truncated, unterminated)
 
 
-def repair(results: ResultsFile) -> bool:
-    """Cut an incomplete last line off the file; True when something was cut."""
+# Exclusive locks (fcntl.flock) on results files held by this process: path -> open file.
+_LOCKS: dict[Path, object] = {}
+
+
+def lock_results(path: str | Path):
+    """Take an exclusive lock on a results file for the rest of the run (kept until :class:`RowWriter`
+    closes it); refuses when another process holds it (two sweeps writing one file)."""
+    import fcntl  # noqa: PLC0415 - POSIX only; sweeps run on Linux
+    path = Path(path)
+    key = path.resolve() if path.exists() else path.absolute()
+    if key in _LOCKS:
+        return _LOCKS[key]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "ab")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise SweepError(f"{path} is locked by another process (another sweep writing it?): wait for it to "
+                         "finish or write elsewhere with --out") from None
+    _LOCKS[path.resolve()] = fh
+    return fh
+
+
+def unlock_results(path: str | Path) -> None:
+    fh = _LOCKS.pop(Path(path).resolve(), None)
+    if fh is not None:
+        fh.close()            # closing the file releases the lock
+
+
+def repair(results: ResultsFile) -> str:
+    """Lock the file, re-read it under the lock (``results`` is updated in place), then cut an
+    incomplete last line off or add the missing newline of a complete last row; says what it did
+    ("" when nothing)."""
+    lock_results(results.path)
+    fresh = read_results(results.path)
+    results.rows, results.truncated, results.unterminated = fresh.rows, fresh.truncated, fresh.unterminated
+    if results.unterminated:
+        with results.path.open("ab") as fh:
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        results.unterminated = False
+        return "completed the last row (its newline was missing; the row is kept)"
     if not results.truncated:
-        return False
+        return ""
     size = results.path.stat().st_size
     with results.path.open("r+b") as fh:
         fh.truncate(size - len(results.truncated))
+        fh.flush()
+        os.fsync(fh.fileno())
     results.truncated = b""
-    return True
+    return "cut off an incomplete last line (a run was killed while writing it)"
 
 
 def done_keys(results: ResultsFile, gpu_key: str) -> set[tuple[str, int, int, int]]:
@@ -394,6 +472,7 @@ class RowWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_results(self.path)           # exclusive while this writer is open
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, row: Mapping) -> None:
@@ -404,6 +483,7 @@ class RowWriter:
 
     def close(self) -> None:
         self._fh.close()
+        unlock_results(self.path)
 
     def __enter__(self) -> "RowWriter":
         return self
@@ -514,8 +594,9 @@ def run_sweep(sweep: Sweep, backend, out: Path, opts: RunOptions, *, sizes: Sequ
     spec = backend.spec
     tasks, dropped = sweep.tasks(spec, sizes)
     results = read_results(out)
-    if repair(results):
-        log(f"{out}: cut off an incomplete last line (a run was killed while writing it)")
+    what = repair(results)             # locks the file for this run, re-reads it, mends its last line
+    if what:
+        log(f"{out}: {what}")
     done = done_keys(results, spec.key)
     pending = [t for t in tasks if t.key not in done]
     counts = {"skipped": len(tasks) - len(pending)}
@@ -592,10 +673,7 @@ def dry_run(sweep: Sweep, spec, out: Path | None, opts: RunOptions, sizes: Seque
     tasks, dropped = sweep.tasks(spec, sizes)
     done: set = set()
     if out is not None and out.exists():
-        try:
-            done = done_keys(read_results(out), spec.key)
-        except SweepError as exc:
-            emit(f"note: {exc}")
+        done = done_keys(read_results(out), spec.key)     # a file the real run would refuse: refused here too
     pending = [t for t in tasks if t.key not in done]
     n_done = len(tasks) - len(pending)
     if opts.limit is not None:
@@ -637,8 +715,8 @@ def summarize(paths: Iterable[str | Path]) -> str:
         res = read_results(path)
         rows = [r for r in res.rows if r.get("schema") == SCHEMA]
         if not rows:
-            out.append(f"{path}: no measurement rows")
-            continue
+            raise SweepError(f"{path}: no measurement rows (schema {SCHEMA}): "
+                             + ("the file is empty" if not res.rows else "not a results file"))
         by_status: dict[str, int] = {}
         for r in rows:
             by_status[r["status"]] = by_status.get(r["status"], 0) + 1
@@ -670,7 +748,8 @@ def summarize(paths: Iterable[str | Path]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    from analysis.cli import Parser, nonneg_int, positive_float, positive_int  # noqa: PLC0415
+    ap = Parser(
         prog="python -m experiments.sweep",
         description="Run a sweep (experiments/sweeps/NAME.toml) on the GPU, appending one JSON line per "
                     "(config, size) to the results file; resumable. See experiments/SCHEMA.md.")
@@ -679,21 +758,30 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, help="results file (default experiments/results/<gpu key>/<sweep>.jsonl)")
     ap.add_argument("--dry-run", action="store_true",
                     help="list what would run, with the model's prediction, on --gpu's spec; needs no GPU")
-    ap.add_argument("--gpu", help="GPU spec key: for --dry-run (default h200); on a real run, the device must match it")
-    ap.add_argument("--limit", type=int, help="run at most N pending rows")
+    ap.add_argument("--gpu", help=f"GPU spec key: for --dry-run (default {DRY_RUN_GPU}); on a real run, the device "
+                                  "must match it")
+    ap.add_argument("--limit", type=positive_int, help="run at most N pending rows (N >= 1)")
     ap.add_argument("--sizes", nargs="+", metavar="SIZE", help="replace the sweep's sizes: N (square) or MxNxK")
-    ap.add_argument("--reps", type=int, default=20, help="timed repetitions per config (>= 10; fewer for slow "
+    ap.add_argument("--reps", type=positive_int, default=20, help="timed repetitions per config (>= 10; fewer for slow "
                     "configs, down to 10, to keep one config's timed work under --max-config-s) [20]")
-    ap.add_argument("--warmup", type=int, default=2, help="warm-up launches before timing (>= 1) [2]")
-    ap.add_argument("--max-config-s", type=float, default=2.0, help="timed work per config, seconds [2.0]")
+    ap.add_argument("--warmup", type=positive_int, default=2, help="warm-up launches before timing (>= 1) [2]")
+    ap.add_argument("--max-config-s", type=positive_float, default=2.0, help="timed work per config, seconds [2.0]")
     ap.add_argument("--l2-policy", choices=("flush", "warm"), default="flush",
                     help="flush L2 before every timed repetition, or not [flush]")
-    ap.add_argument("--time-limit", type=float, help="start no new row after this many seconds (resume later)")
-    ap.add_argument("--seed", type=int, help="base seed of the inputs (default: random, stored per row)")
-    ap.add_argument("--workers", type=int, help="compile processes (default: CPU cores, at most 16)")
+    ap.add_argument("--time-limit", type=positive_float, help="start no new row after this many seconds (resume later)")
+    ap.add_argument("--seed", type=nonneg_int, help="base seed of the inputs (default: random, stored per row)")
+    ap.add_argument("--workers", type=positive_int, help="compile processes (default: CPU cores, at most 16)")
+    ap.add_argument("--gpus", metavar="all|ID,...", help="run on several GPUs of this machine through Dask, "
+                    "one worker per GPU (requirements-cluster.txt; see README 'Many GPUs and hosts')")
+    ap.add_argument("--scheduler", metavar="ADDRESS", help="run on the workers of a running Dask scheduler "
+                    "(tcp://host:8786); rows come back to this process, which writes them")
+    ap.add_argument("--min-workers", type=positive_int, default=1, help="with --scheduler: wait for this many workers [1]")
     ap.add_argument("--summary", nargs="+", type=Path, metavar="FILE", help="print a summary of results files and exit")
     ap.add_argument("--list", action="store_true", help="list the shipped sweeps and exit")
     return ap
+
+
+DRY_RUN_GPU = "rtx4060"   # the default GPU of every analysis command (analyze.py); a real run uses the device
 
 
 def default_out(sweep: Sweep, gpu_key: str) -> Path:
@@ -705,6 +793,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     try:
         if args.summary:
+            for f in args.summary:
+                if not f.is_file():
+                    raise SweepError(f"--summary {f}: no such file")
             print(summarize(args.summary))
             return 0
         if args.list:
@@ -723,8 +814,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                           seed=args.seed, workers=args.workers)
         if args.dry_run:
             from model.spec import load_gpu  # noqa: PLC0415
-            spec = load_gpu(args.gpu or "h200")
+            spec = load_gpu(args.gpu or DRY_RUN_GPU)
             dry_run(sweep, spec, args.out or default_out(sweep, spec.key), opts, sizes)
+            return 0
+        if args.gpus or args.scheduler:   # many GPUs / hosts: experiments/distributed.py
+            from experiments import distributed as dist  # noqa: PLC0415
+            if args.gpus and args.scheduler:
+                raise SweepError("give --gpus or --scheduler, not both")
+            engine = dist.EngineOptions(gpus=dist.parse_gpus(args.gpus) if args.gpus else None,
+                                        scheduler=args.scheduler, gpu_key=args.gpu.lower() if args.gpu else None,
+                                        min_workers=max(1, args.min_workers), run=opts)
+            dist.run_distributed(sweep, engine, out=args.out, sizes=sizes)
             return 0
         backend = CupyBackend()
         if args.gpu and backend.spec.key != args.gpu.lower():

@@ -8,9 +8,10 @@ The flow for one (config, size), in :func:`run_config`:
 2. **compile** ``gpu/kernels/<Rung.file>`` with NVRTC through ``cupy.RawModule(code, options,
    name_expressions=[cfg.name_expression])`` (cached per (file, name expression); failures are
    :class:`~gpu.errors.CompileError` with the NVRTC log, status ``"compile_error"``);
-3. **check**: C is filled with NaN, the kernel runs once, and C must be finite with a relative Frobenius
-   error ``||C - ref||_F / ||ref||_F <= error_bound(K)`` against a float64 reference of the same inputs
-   (status ``"wrong_result"`` otherwise; no time is reported then);
+3. **check**: C is filled with NaN, the kernel runs once, and C must be finite, every element within the
+   forward error bound of a dot product (``|C - ref|_ij <= gamma_K (|A||B|)_ij``, :func:`element_bound`)
+   and the relative Frobenius error ``||C - ref||_F / ||ref||_F <= error_bound(K)`` against a float64
+   reference of the same inputs (status ``"wrong_result"`` otherwise; no time is reported then);
 4. **time**: warm-up launches, then at least 10 timed repetitions (CUDA events, L2 flushed before each,
    :mod:`gpu.timing`); the output is verified again after the last one.
 
@@ -333,9 +334,33 @@ def make_problem(M: int, N: int, K: int, seed: int) -> Problem:
     return Problem(M, N, K, int(seed), A, B, C, ref, ref_norm)
 
 
-def check_output(problem: Problem) -> tuple[float | None, str | None]:
-    """``(relative Frobenius error, None)``, or ``(None, why)`` when C holds NaN or Inf."""
-    cp = cupy_module()
+UNIT_ROUNDOFF_FP32 = 2.0 ** -24
+SMALLEST_NORMAL_FP32 = 2.0 ** -126
+
+
+def element_bound(K: int, abs_product):
+    """Per-element bound on the error of a correct FP32 product: ``gamma_K (|A||B|)_ij + K x 2^-126``.
+
+    The standard forward error bound of a dot product of length K in floating point (Higham, *Accuracy
+    and Stability of Numerical Algorithms*, 2nd ed., eq. 3.5): ``|fl(x.y) - x.y| <= gamma_K |x|.|y|``
+    with ``gamma_K = K u / (1 - K u)`` and u = 2^-24 the FP32 unit roundoff. It holds for ANY summation
+    order (tiles, split K, FMA), so a correct kernel can never exceed it; the absolute floor covers the
+    products flushed to zero (FTZ: at most 2^-126 each). One wrong element - a skipped K tile, a
+    stale shared-memory value, a wrong index - shows up far above it, wherever the Frobenius error of a
+    large output dilutes it. ``abs_product`` is ``|A| @ |B|`` in float64."""
+    ku = K * UNIT_ROUNDOFF_FP32
+    gamma = ku / (1.0 - ku) if ku < 1 else float("inf")
+    return abs_product * gamma + K * SMALLEST_NORMAL_FP32
+
+
+def check_output(problem: Problem, xp=None) -> tuple[float | None, str | None]:
+    """``(relative Frobenius error, None)`` when C passes, else ``(error or None, why)``.
+
+    Two checks on the GPU, in float64: every element of C is finite, and every element is within the
+    per-element forward error bound :func:`element_bound` (``|A| @ |B|`` is computed once per problem and
+    kept on it). The relative Frobenius error ``||C - ref||_F / ||ref||_F`` is returned for the caller's
+    bound (:func:`error_bound`). ``xp`` is the array module (default cupy; numpy for tests)."""
+    cp = cupy_module() if xp is None else xp
     C = problem.C
     bad = int(C.size) - int(cp.count_nonzero(cp.isfinite(C)))
     if bad:
@@ -343,7 +368,23 @@ def check_output(problem: Problem) -> tuple[float | None, str | None]:
     diff = C.astype(cp.float64)
     diff -= problem.ref
     err = float(cp.linalg.norm(diff.ravel()))
-    return (err / problem.ref_norm if problem.ref_norm > 0 else err), None
+    rel = err / problem.ref_norm if problem.ref_norm > 0 else err
+    ab = getattr(problem, "abs_product", None)
+    if ab is None:
+        ab = cp.matmul(cp.abs(problem.A).astype(cp.float64), cp.abs(problem.B).astype(cp.float64))
+        problem.abs_product = ab          # once per problem: every config at this size reuses it
+    cp.abs(diff, out=diff)
+    bound = element_bound(problem.K, ab)
+    over = diff > bound
+    n_over = int(cp.count_nonzero(over))
+    if n_over:
+        ratio = diff / bound
+        worst = int(cp.argmax(ratio))
+        i, j = divmod(worst, int(C.shape[1]))
+        return rel, (f"{n_over} of {C.size} elements outside the per-element error bound gamma_K |A||B| "
+                     f"(worst C[{i},{j}]: |C - ref| = {float(diff.ravel()[worst]):.3e} > "
+                     f"{float(bound.ravel()[worst]):.3e}, K={problem.K}); relative Frobenius error {rel:.3e}")
+    return rel, None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -464,6 +505,17 @@ def run_config(cfg: KernelConfig, problem: Problem, *, spec: GPUSpec | None = No
 
     def launch() -> None:
         ck.kernel((gx, gy, gz), g.block, args, shared_mem=ck.dynamic_smem_bytes)
+
+    if g.split_k > 1:
+        # Split-K: the slices atomicAdd their partial sums into C, so C is zeroed before every launch (timed
+        # with it: it is part of the operation). The NaN poison of the check is therefore overwritten by
+        # zeros; a tile or slice the kernel fails to add shows up as a large error against the reference.
+        kernel_only = launch
+        c_bytes = int(problem.C.nbytes)
+
+        def launch() -> None:
+            cp.cuda.runtime.memsetAsync(problem.C.data.ptr, 0, c_bytes, cp.cuda.get_current_stream().ptr)
+            kernel_only()
 
     return _measure(launch, problem, base, reps=reps, warmup=warmup, l2_policy=l2_policy,
                     max_config_s=max_config_s, l2_bytes=spec.l2_bytes)

@@ -19,7 +19,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import sympy as sp
 
 from .errors import ConfigError
 
@@ -184,11 +183,12 @@ class ThreadLimitDerivation:
     of each side length gets."""
 
     gpu: str
-    product: sp.Expr           # unevaluated product, e.g. 1*4*1*12*32
+    product: "sympy.Expr"      # unevaluated product, e.g. 1*4*1*12*32
     threads_per_sm: int
     blocks: tuple[tuple[int, int, int, int], ...]  # (side, threads, blocks/SM, idle thread slots)
 
     def text(self) -> str:
+        import sympy as sp  # lazy: SymPy only where a derivation is printed
         lines = [f"{self.gpu}: threads per SM = {sp.sstr(self.product)} = {self.threads_per_sm}"
                  "  (SM x schedulers x instruction-buffer groups x warps per scheduler x threads per warp)"]
         for side, t, b, idle in self.blocks:
@@ -199,6 +199,7 @@ class ThreadLimitDerivation:
 
 def derive_thread_limit(gpu, sides=(16, 32)) -> ThreadLimitDerivation:
     """The seed's derivation, generalised: 1 x schedulers x 1 x (warps/scheduler) x 32 threads per SM."""
+    import sympy as sp  # lazy: SymPy only where a derivation is printed
     sched = gpu.sub_partitions
     wps = gpu.max_warps_per_sm // sched
     product = sp.Mul(1, sched, 1, wps, gpu.warp_size, evaluate=False)

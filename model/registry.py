@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
+import numpy as np
+
 from .errors import ConfigError
 
 WARP_SIZE = 32
@@ -50,9 +52,19 @@ class Rung:
         return f"{self.number:02d} {self.title}"
 
 
-KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf"}
+KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf", 7: "warptile", 8: "async"}
 
 _REG = ("BM", "BN", "BK", "TM", "TN")
+# Warp tiling (rungs 07, 08): block tile, warp tile, WNITER sub-tiles along N per warp, the TM x TN step of a
+# thread, and the two launch-level options: SWZ = block-order group size (1 = row-major order), SPLITK = number
+# of K slices (1 = off).
+_WARP = ("BM", "BN", "BK", "WM", "WN", "WNITER", "TM", "TN", "SWZ", "SPLITK")
+_WARP_CLASSIC = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "WNITER": 2, "TM": 4, "TN": 4,
+                 "SWZ": 1, "SPLITK": 1}
+# siboehm's kernel 10 (published-a6000.md): 128 threads, a warp computes 64 x 64 in 1 x 4 steps of 8 x 4
+_SIBOEHM_10 = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4,
+               "SWZ": 1, "SPLITK": 1}
+ASYNC_MIN_CC = 8   # cp.async: compute capability 8.0 (Ampere) and newer
 
 RUNGS: dict[int, Rung] = {
     r.number: r
@@ -87,6 +99,18 @@ RUNGS: dict[int, Rung] = {
              "#9467bd",
              "Rung 05 with two shared-memory stages: the next tile is loaded through registers while "
              "the current one is computed."),
+        Rung(7, "warptile", "warp tiling", _WARP,
+             (_WARP_CLASSIC, _SIBOEHM_10),
+             "#8c564b",
+             "Rung 06 with the threads grouped by warp: each warp computes a WM x WN sub-tile in "
+             "WMITER x WNITER steps of TM x TN per thread (compact warp footprint, conflict-free LDS.128 "
+             "and tile stores, operand registers double-buffered); SWZ groups the block order for L2 reuse, "
+             "SPLITK cuts K into slices summed with atomics."),
+        Rung(8, "async_pipeline", "cp.async pipeline", _WARP + ("STAGES",),
+             (dict(_WARP_CLASSIC, STAGES=3),),
+             "#e377c2",
+             "Rung 07's compute fed by cp.async (sm_80+): global memory copied straight into STAGES "
+             "shared-memory buffers, STAGES-1 tiles in flight, no register staging."),
     )
 }
 
@@ -184,6 +208,18 @@ class KernelConfig:
             return f"02 smem {g.BM}x{g.BN}x{g.BK}"
         if r.number == 3:
             return f"03 reg1d {g.BM}x{g.BN}x{g.BK} TM={g.TM}"
+        if r.number in WARP_TILED:
+            p = self.p
+            wi, wj = g.warp_iters
+            text = (f"{r.number:02d} {KERNEL_SUFFIX[r.number]} {g.BM}x{g.BN}x{g.BK} w{p['WM']}x{p['WN']} "
+                    f"{wi}x{p['TM']}x{wj}x{p['TN']}")
+            if "STAGES" in p:
+                text += f" s{p['STAGES']}"
+            if p["SWZ"] > 1:
+                text += f" swz{p['SWZ']}"
+            if p["SPLITK"] > 1:
+                text += f" splitk{p['SPLITK']}"
+            return text
         return f"{r.number:02d} {KERNEL_SUFFIX[r.number]} {g.BM}x{g.BN}x{g.BK} {g.TM}x{g.TN}"
 
     @property
@@ -210,7 +246,16 @@ class Geometry:
     """Everything that follows from a config alone: tile sizes, threads, shared memory.
 
     For the naive rung the 'tile' is the block's output tile with no reuse (BK = 1, one output per
-    thread); for rung 02 TM = TN = 1; for rung 03 TN = 1.
+    thread); for rung 02 TM = TN = 1; for rung 03 TN = 1. For the warp-tiled rungs 07/08, TM x TN is the
+    thread's whole micro-tile (WMITER*TM x WNITER*TN, what sets register reuse); ``thread_step`` is the
+    TM x TN of one step, ``warp_tile`` WM x WN and ``warp_iters`` WMITER x WNITER.
+
+    Launch-level options (read generically by the model): ``swizzle_group`` (blocks are dispatched in
+    groups of that many block rows, walked column by column; 1 = row-major order, see
+    :func:`launch_order`) and ``split_k`` (K cut into that many slices, ``grid[2]``; the slices add
+    their partial sums into C with atomics, C zeroed before the launch: see :func:`k_slices`).
+    ``async_copy``: tiles reach shared memory by cp.async (no register staging); ``stages``: shared
+    buffers; ``a_row_pad``: floats of padding per row of the transposed A tile in shared memory.
     """
 
     BM: int
@@ -224,6 +269,13 @@ class Geometry:
     dynamic_smem_bytes: int
     stages: int
     uses_shared: bool
+    warp_tile: tuple[int, int] | None = None
+    warp_iters: tuple[int, int] = (1, 1)
+    thread_step: tuple[int, int] | None = None
+    swizzle_group: int = 1
+    split_k: int = 1
+    async_copy: bool = False
+    a_row_pad: int = 0
 
     @property
     def smem_bytes(self) -> int:
@@ -248,6 +300,8 @@ def geometry(cfg: KernelConfig) -> Geometry:
         bm, bn, bk = p["BM"], p["BN"], p["BK"]
         return Geometry(bm, bn, bk, 1, 1, bm * bn, (bn, bm, 1),
                         (bm * bk + bk * bn) * BYTES_PER_ELEMENT, 0, 1, True)
+    if r in WARP_TILED:
+        return _warp_geometry(cfg)
     bm, bn, bk, tm = p["BM"], p["BN"], p["BK"], p["TM"]
     tn = p.get("TN", 1)
     stages = 2 if r == 6 else 1
@@ -256,11 +310,40 @@ def geometry(cfg: KernelConfig) -> Geometry:
                     stages * (bm * bk + bk * bn) * BYTES_PER_ELEMENT, stages, True)
 
 
+WARP_TILED = (7, 8)
+A_ROW_PAD = 4   # rungs 07/08: AsT rows of BM + 4 floats (16-byte aligned, conflict-free transposed stores)
+
+
+def warp_iterations(p: Mapping[str, int]) -> tuple[int, int]:
+    """(WMITER, WNITER) of a warp-tiled config (WMITER = WM*WN / (32*TM*TN*WNITER); 0 where not whole)."""
+    den = WARP_SIZE * p["TM"] * p["TN"] * p["WNITER"]
+    num = p["WM"] * p["WN"]
+    return (num // den if den and num % den == 0 else 0), p["WNITER"]
+
+
+def _warp_geometry(cfg: KernelConfig) -> Geometry:
+    p = cfg.p
+    bm, bn, bk = p["BM"], p["BN"], p["BK"]
+    wmi, wni = warp_iterations(p)
+    warps = (bm // p["WM"]) * (bn // p["WN"]) if p["WM"] and p["WN"] else 0
+    threads = warps * WARP_SIZE
+    stages = p.get("STAGES", 2)
+    smem = stages * (bk * (bm + A_ROW_PAD) + bk * bn) * BYTES_PER_ELEMENT
+    return Geometry(bm, bn, bk, wmi * p["TM"], wni * p["TN"], threads, (threads, 1, 1), 0, smem, stages, True,
+                    warp_tile=(p["WM"], p["WN"]), warp_iters=(wmi, wni), thread_step=(p["TM"], p["TN"]),
+                    swizzle_group=p["SWZ"], split_k=p["SPLITK"], async_copy=cfg.rung == 8, a_row_pad=A_ROW_PAD)
+
+
 def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
-    """Grid dimensions of ``cfg`` for an M x N output (the one place launch geometry is derived)."""
+    """Grid dimensions of ``cfg`` for an M x N output (the one place launch geometry is derived).
+
+    Rungs 07/08 launch a 1-D grid of output tiles (``blockIdx.x`` -> tile by :func:`launch_order`) times
+    ``split_k`` slices in ``z``."""
     g = geometry(cfg)
     if cfg.rung == 0:
         return (0, 0, 0)
+    if cfg.rung in WARP_TILED:
+        return (math.ceil(M / g.BM) * math.ceil(N / g.BN), 1, g.split_k)
     if cfg.rung == 1 and not cfg.p["COALESCED"]:
         return (math.ceil(M / g.block[0]), math.ceil(N / g.block[1]), 1)
     return (math.ceil(N / g.BN), math.ceil(M / g.BM), 1)
@@ -269,6 +352,56 @@ def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
 def n_blocks(cfg: KernelConfig, M: int, N: int) -> int:
     gx, gy, gz = grid(cfg, M, N)
     return gx * gy * gz
+
+
+def launch_order(cfg: KernelConfig, M: int, N: int) -> np.ndarray:
+    """``(n_blocks, 3)`` int array: row i is the (block row bm, block column bn, K slice) of the i-th block
+    the hardware dispatches (increasing linear block index: x fastest, then y, then z).
+
+    Rungs 02-06 (and the coalesced naive kernel): ``blockIdx = (bn, bm)``, so row-major over output tiles.
+    Rungs 07/08: ``pid = blockIdx.x``; ``swizzle_group`` G = 1 is row-major; G > 1 walks groups of G block
+    rows column by column (``first = (pid // (G*gn))*G``, ``size = min(gm - first, G)``,
+    ``bm = first + (pid % (G*gn)) % size``, ``bn = (pid % (G*gn)) // size``), so the blocks of one wave share
+    the A rows of G tiles and the B columns of a few; slice ``z`` comes after all tiles of slice ``z-1``.
+    The kernels compute exactly this map (CONTRACT of 07_warptile.cu)."""
+    g = geometry(cfg)
+    if cfg.rung == 0:
+        return np.zeros((0, 3), dtype=np.int64)
+    gx, gy, gz = grid(cfg, M, N)
+    if cfg.rung in WARP_TILED:
+        gm, gn = math.ceil(M / g.BM), math.ceil(N / g.BN)
+        pid = np.arange(gm * gn, dtype=np.int64)
+        G = g.swizzle_group
+        if G <= 1:
+            bm, bn = pid // gn, pid % gn
+        else:
+            first = (pid // (G * gn)) * G
+            size = np.minimum(gm - first, G)
+            r = pid % (G * gn)
+            bm, bn = first + r % size, r // size
+        z = np.repeat(np.arange(gz, dtype=np.int64), gm * gn)
+        return np.stack([np.tile(bm, gz), np.tile(bn, gz), z], axis=1)
+    lin = np.arange(gx * gy, dtype=np.int64)
+    bx, by = lin % gx, lin // gx
+    if cfg.rung == 1 and not cfg.p["COALESCED"]:
+        return np.stack([bx, by, np.zeros_like(lin)], axis=1)     # blockIdx.x walks the rows
+    return np.stack([by, bx, np.zeros_like(lin)], axis=1)
+
+
+def k_slices(cfg: KernelConfig, K: int) -> list[tuple[int, int]]:
+    """``[(k_begin, k_end), ...]``: the K range of each slice (one slice unless ``split_k`` > 1). Slices are
+    whole BK tiles (``ceil(ceil(K/BK)/split_k)`` each); trailing slices can be empty (k_begin == k_end),
+    their blocks return at once."""
+    g = geometry(cfg)
+    s = max(1, g.split_k)
+    tiles = math.ceil(K / g.BK) if g.BK else 1
+    per = math.ceil(tiles / s)
+    out = []
+    for z in range(s):
+        b = min(K, z * per * g.BK)
+        e = min(K, (z + 1) * per * g.BK)
+        out.append((b, max(b, e)))
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -284,7 +417,7 @@ class Rule:
     limit: str          # name of the limit, reported in ConfigError.limit
     expr: str           # Python expression that must hold
     why: str            # one line: what breaks otherwise
-    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
     needs_gpu: bool = False
 
 
@@ -296,6 +429,21 @@ RULES: tuple[Rule, ...] = (
          rungs=(4, 5, 6)),
     Rule("float4_alignment", "BK % 4 == 0 and BN % 4 == 0 and TM % 4 == 0 and TN % 4 == 0",
          "128-bit loads and stores need BK, BN, TM and TN to be multiples of 4", rungs=(5, 6)),
+    Rule("warp_tile_divides_block", "BM % WM == 0 and BN % WN == 0",
+         "the block's BM x BN tile must be tiled by whole WM x WN warp tiles", rungs=(7, 8)),
+    Rule("warp_iterations", "WMITER >= 1 and WM % WMITER == 0 and WN % WNITER == 0",
+         "WMITER = WM*WN/(32*TM*TN*WNITER) must be a whole number dividing WM, and WNITER must divide WN",
+         rungs=(7, 8)),
+    Rule("warp_lanes", "WSUBM % TM == 0 and WSUBN % TN == 0 and (WSUBM // TM) * (WSUBN // TN) == 32",
+         "the 32 lanes of a warp must tile one WSUBM x WSUBN step (WSUBM = WM/WMITER, WSUBN = WN/WNITER) "
+         "by TM x TN", rungs=(7, 8)),
+    Rule("warptile_vectors", "TM % 4 == 0 and TN % 4 == 0 and BK % 8 == 0",
+         "LDS.128 fragments need TM, TN multiples of 4; the paired (32-byte sector) A tile loads need BK a "
+         "multiple of 8", rungs=(7, 8)),
+    Rule("pipeline_stages", "2 <= STAGES <= 4", "the cp.async pipeline has 2, 3 or 4 shared-memory stages",
+         rungs=(8,)),
+    Rule("async_copy_arch", f"gpu.cc_major >= {ASYNC_MIN_CC}",
+         "cp.async (rung 08) needs compute capability 8.0 or newer (Ampere and later)", rungs=(8,), needs_gpu=True),
     Rule("threads_per_block", "threads <= 1024", "CUDA allows at most 1024 threads per block"),
     Rule("warp_multiple", "threads % 32 == 0",
          "the register-tiled kernels need whole warps (threads = BM*BN/(TM*TN) a multiple of 32)",
@@ -326,6 +474,9 @@ def _namespace(cfg: KernelConfig, gpu) -> dict:
                 "min_regs": min_registers(g),
                 "min_param": min([v for _, v in cfg.params if _ != "COALESCED"] or [1]), "gpu": gpu}
     ns.update(cfg.p)
+    if cfg.rung in WARP_TILED:
+        wmi, wni = g.warp_iters
+        ns.update(WMITER=wmi, WSUBM=(cfg.p["WM"] // wmi if wmi else 0), WSUBN=(cfg.p["WN"] // wni if wni else 0))
     return ns
 
 
@@ -344,8 +495,9 @@ def violations(cfg: KernelConfig, gpu=None) -> list[tuple[Rule, str]]:
             # Nothing else can be evaluated (divisions by zero): report this rule alone.
             return [(rule, f"{cfg.info.label} {cfg.key}: violates positive ({rule.expr}): {rule.why}")]
         if not ok:
-            shown = {k: ns[k] for k in ("BM", "BN", "BK", "TM", "TN", "threads", "smem_bytes", "min_regs")
-                     if k in rule.expr or k in ("threads",)}
+            shown = {k: ns[k] for k in ("BM", "BN", "BK", "WM", "WN", "WMITER", "WNITER", "WSUBM", "WSUBN", "TM",
+                                        "TN", "STAGES", "threads", "smem_bytes", "min_regs")
+                     if k in ns and (k in rule.expr or k in ("threads",))}
             if "gpu." in rule.expr:
                 attr = rule.expr.split("gpu.")[1].split()[0]
                 shown[f"{getattr(gpu, 'key', 'gpu')}.{attr}"] = getattr(gpu, attr)

@@ -102,7 +102,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .errors import ConfigError
-from .registry import BYTES_PER_ELEMENT, WARP_SIZE, KernelConfig, geometry, grid, validate_size
+from .registry import BYTES_PER_ELEMENT, WARP_SIZE, KernelConfig, geometry, grid, k_slices, validate_size
 
 BANKS = 32
 SECTOR_BYTES = 32
@@ -313,6 +313,10 @@ def _runs(cfg: KernelConfig) -> _Runs | None:
     if r in (5, 6):  # AsT[kk*BM + ty*TM + i] along i; Bs[kk*BN + tx*TN + j] along j
         return _Runs(g.TM, g.BK, _pow2_align(math.gcd(g.TM, g.BM)), g.TN, g.BK,
                      _pow2_align(math.gcd(g.TN, g.BN)))
+    if r in (7, 8):  # per kk and warp step: TM floats of AsT (LDA = BM + 4), TN floats of Bs, all 16-byte aligned
+        tm, tn = g.thread_step
+        wmi, wni = g.warp_iters
+        return _Runs(tm, g.BK * wmi, 4, tn, g.BK * wni, 4)
     return None
 
 
@@ -330,7 +334,7 @@ def source_plan(cfg: KernelConfig) -> LoadPlan | None:
     ru = _runs(cfg)
     if ru is None:
         return None
-    w = 4 if cfg.rung in (5, 6) else 1
+    w = 4 if cfg.rung in (5, 6, 7, 8) else 1
     return LoadPlan(_uniform(ru.len_A, w), _uniform(ru.len_B, w), origin="source")
 
 
@@ -636,6 +640,10 @@ class _Kernel:
     thread_active: Callable[[int, int], np.ndarray] | None = None   # naive: (rv, cv) -> (tpad,)
     ldg_slots: int = 0                # static global-load instructions per K tile (integer estimate)
     sts_slots: int = 0
+    one_d_grid: bool = False          # rungs 07/08: blockIdx.x enumerates the output tiles (launch_order)
+    c_store_repeats: int = 1          # split-K: every non-empty K slice adds its partial C once
+    per_iteration_bars: int | None = None   # barriers per warp per K tile (rungs 07/08)
+    slices: tuple = ()                # rungs 07/08: (k_begin, k_end) of each K slice
 
 
 def _lanes(threads: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -652,7 +660,9 @@ def _describe(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) 
         return _tiled_scalar(cfg, M, N, K, plan)
     if r in (5, 6):
         return _tiled_float4(cfg, M, N, K, plan)
-    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-06 (cuBLAS has no index maps)", limit="rung")
+    if r in (7, 8):
+        return _warp_tiled(cfg, M, N, K, plan)
+    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-08 (cuBLAS has no index maps)", limit="rung")
 
 
 def _naive(cfg: KernelConfig, M: int, N: int, K: int) -> _Kernel:
@@ -803,6 +813,170 @@ def _tiled_float4(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | No
                    sts_slots=4 * -(-A4 // NT) + -(-B4 // NT))
 
 
+def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) -> _Kernel:
+    """Rungs 07 (warp tiling, register-staged tile loads) and 08 (cp.async pipeline): the index maps of
+    the CONTRACT blocks of ``gpu/kernels/07_warptile.cu`` and ``08_async_pipeline.cu``.
+
+    * Warp-level layout: warp ``w`` owns rows ``wr*WM..``, columns ``wc*WN..`` (``wr = w // (BN/WN)``);
+      lane ``l`` sits at (``tr``, ``tc``) of :func:`warp_lane_layout` (interleaved by 2). The inner loop's shared loads
+      are LDS.128 of ``AsT[kk*LDA + wr*WM + wi*WSUBM + tr*TM + i]`` (LDA = BM + 4) and
+      ``Bs[kk*BN + wc*WN + wj*WSUBN + tc*TN + j]``: per K tile ``BK*WMITER*TM/4`` and ``BK*WNITER*TN/4``
+      instructions per warp; all loads of one operand differ by a lane-uniform offset, so one
+      instruction per operand is simulated and weighted (the load plan).
+    * Rung 07 tile loads (registers staged, as rung 06): A's float4s in lane pairs (``s = i % 2``,
+      ``r = (i/2) % BM``, ``c = 4*(2*((i/2)//BM) + s)``): LDG.128 (or 4 guarded scalar LDG off the vector
+      path) and 4 scalar STS into the padded transposed tile; B as rung 06 (LDG.128, STS.128).
+    * Rung 08 copies (cp.async): A element by element (``k = e % 8``, ``r = (e/8) % BM``,
+      ``kc = e // (8*BM)``), 4-byte copies; B in 16-byte copies (4-byte ones when N % 4 != 0). A copy is
+      counted as a global load (request, sectors, lines: LDGSTS goes through L1TEX like LDG) AND as a
+      shared store of its width at its destination (the copy engine writes shared memory through the
+      same banks), with no register staging and no separate STS instruction in the issue count
+      (``sts_slots`` 0: the copy is one instruction).
+    * Out-of-range elements: rung 07 predicates them off (zero in registers); rung 08 copies with
+      src-size 0 (zero-fill): no global sector is touched, the shared store still happens.
+    * C: as rung 06 (STG.128 / guarded scalars); with SPLITK > 1 scalar atomic adds (RED) of every element,
+      once per non-empty K slice (``c_store_repeats``).
+    * Barriers per warp: rung 07 ``T_slice + 1`` (prologue + one per tile), rung 08 ``T_slice``; counted
+      per K slice.
+    """
+    g = geometry(cfg)
+    BM, BN, BK = g.BM, g.BN, g.BK
+    WM, WN = g.warp_tile
+    WMI, WNI = g.warp_iters
+    TM, TN = g.thread_step
+    WSUBM, WSUBN = WM // WMI, WN // WNI
+    LDA = BM + g.a_row_pad
+    NT = g.threads
+    tid, real, tpad = _lanes(NT)
+    async_ = g.async_copy
+    b_vec = N % 4 == 0
+    a_vec = K % 4 == 0
+    c_vec = N % 4 == 0
+    e4 = np.arange(4, dtype=np.int64)
+    globs: list = []
+    shared: list = []
+    if not async_:
+        A4 = BM * BK // 4
+        ia = tid[None, :] + NT * np.arange(-(-A4 // NT), dtype=np.int64)[:, None]
+        in_a = real[None, :] & (ia < A4)
+        h = ia >> 1
+        ra, ca = h % BM, 4 * (2 * (h // BM) + (ia & 1))
+
+        def a_vec_fn(rv, cv, kv):
+            return ra * K + ca, in_a & a_vec & (ra < rv) & (ca + 3 < kv)
+
+        def a_sc_fn(rv, cv, kv):
+            vec = a_vec & (ra < rv) & (ca + 3 < kv)
+            off = (ra * K + ca)[:, None, :] + e4[None, :, None]
+            act = (in_a & ~vec & (ra < rv))[:, None, :] & ((ca[:, None, :] + e4[None, :, None]) < kv)
+            return off.reshape(-1, tpad), act.reshape(-1, tpad)
+
+        globs += [_Global("A", "ld", 4, frozenset("mk"), a_vec_fn), _Global("A", "ld", 1, frozenset("mk"), a_sc_fn)]
+        sts_a = ((ca[:, None, :] + e4[None, :, None]) * LDA + ra[:, None, :]).reshape(-1, tpad)
+        act_a = np.broadcast_to(in_a[:, None, :], (in_a.shape[0], 4, tpad)).reshape(-1, tpad)
+        shared.append(_Shared("st", 1, sts_a, act_a))
+        a_slots, a_sts = ia.shape[0], 4 * ia.shape[0]
+    else:
+        AE = BM * BK
+        ea = tid[None, :] + NT * np.arange(-(-AE // NT), dtype=np.int64)[:, None]
+        in_a = real[None, :] & (ea < AE)
+        ka, ra, kca = ea % 8, (ea // 8) % BM, ea // (8 * BM)
+        ca = 8 * kca + ka
+
+        def a_cp_fn(rv, cv, kv):
+            return ra * K + ca, in_a & (ra < rv) & (ca < kv)
+
+        globs.append(_Global("A", "ld", 1, frozenset("mk"), a_cp_fn))
+        shared.append(_Shared("st", 1, ca * LDA + ra, in_a))
+        a_slots, a_sts = ea.shape[0], 0
+    B4 = BK * BN // 4
+    ib = tid[None, :] + NT * np.arange(-(-B4 // NT), dtype=np.int64)[:, None]
+    in_b = real[None, :] & (ib < B4)
+    rb, cb = ib // (BN // 4), 4 * (ib % (BN // 4))
+
+    def b_vec_fn(rv, cv, kv):
+        if async_:                                   # N % 4 == 0: gn < N implies gn + 3 < N
+            return rb * N + cb, in_b & b_vec & (rb < kv) & (cb < cv)
+        return rb * N + cb, in_b & b_vec & (rb < kv) & (cb + 3 < cv)
+
+    def b_sc_fn(rv, cv, kv):
+        vec = b_vec & (rb < kv) & ((cb < cv) if async_ else (cb + 3 < cv))
+        if async_:
+            vec = np.broadcast_to(b_vec, vec.shape) & in_b    # 4-byte copies only off the vector path
+        off = (rb * N + cb)[:, None, :] + e4[None, :, None]
+        act = (in_b & ~vec & (rb < kv))[:, None, :] & ((cb[:, None, :] + e4[None, :, None]) < cv)
+        return off.reshape(-1, tpad), act.reshape(-1, tpad)
+
+    globs += [_Global("B", "ld", 4, frozenset("kn"), b_vec_fn), _Global("B", "ld", 1, frozenset("kn"), b_sc_fn)]
+    if async_ and not b_vec:
+        sts_b = (BK * LDA + (rb * BN + cb)[:, None, :] + e4[None, :, None]).reshape(-1, tpad)
+        act_b = np.broadcast_to(in_b[:, None, :], (in_b.shape[0], 4, tpad)).reshape(-1, tpad)
+        shared.append(_Shared("st", 1, sts_b, act_b))
+    else:
+        shared.append(_Shared("st", 4, BK * LDA + rb * BN + cb, in_b))
+    # inner loop: LDS.128 fragments (weights from the load plan)
+    warp, lane = tid // WARP_SIZE, tid % WARP_SIZE
+    wr, wc = warp // (BN // WN), warp % (BN // WN)
+    tr, tc = warp_lane_layout(lane, WSUBN // TN)
+    ru = _runs(cfg)
+    assert plan is not None and ru is not None
+    per = plan.per_tile(ru)
+    shared += _lds(wr * WM + tr * TM, real, per["A"])
+    shared += _lds(BK * LDA + wc * WN + tc * TN, real, per["B"])
+    # C store
+    rows = (np.arange(WMI, dtype=np.int64)[:, None] * WSUBM + np.arange(TM, dtype=np.int64)[None, :]).ravel()
+    cols = (np.arange(WNI, dtype=np.int64)[:, None] * WSUBN + np.arange(0, TN, 4, dtype=np.int64)[None, :]).ravel()
+    i = np.repeat(rows, cols.size)[:, None]
+    j = np.tile(cols, rows.size)[:, None]
+    crow, ccol = (wr * WM + tr * TM)[None] + i, (wc * WN + tc * TN)[None] + j
+    creal = np.broadcast_to(real[None], crow.shape)
+    split = g.split_k > 1
+
+    def c_vec_fn(rv, cv, kv):
+        return crow * N + ccol, creal & (crow < rv) & (not split) & c_vec & (ccol + 3 < cv)
+
+    def c_sc_fn(rv, cv, kv):
+        vec = (not split) & c_vec & (ccol + 3 < cv)
+        off = (crow * N + ccol)[:, None, :] + e4[None, :, None]
+        act = (creal & (crow < rv) & ~vec)[:, None, :] & ((ccol[:, None, :] + e4[None, :, None]) < cv)
+        return off.reshape(-1, tpad), act.reshape(-1, tpad)
+
+    globs += [_Global("C", "st", 4, frozenset("mn"), c_vec_fn, per="block"),
+              _Global("C", "st", 1, frozenset("mn"), c_sc_fn, per="block")]
+    slices = tuple(k_slices(cfg, K))
+    live = sum(1 for b, e in slices if e > b)
+    bars = (lambda T: T) if async_ else (lambda T: T + 1)
+    b_slots = ib.shape[0]
+    return _Kernel(NT, tpad, BM, BN, BK, globs, shared, BK * g.TM * g.TN, bars,
+                   ldg_slots=(a_slots + (b_slots if async_ else 5 * b_slots)) if async_ else 5 * (a_slots + b_slots),
+                   sts_slots=a_sts + (0 if async_ else b_slots), one_d_grid=True, c_store_repeats=live,
+                   per_iteration_bars=1, slices=slices)
+
+
+def warp_lane_layout(lane, lane_cols: int):
+    """(tr, tc) of each lane in a warp-tiled step (rungs 07/08): lanes interleaved by 2, so that every
+    4-lane quad covers 2 x 2 (row, column) positions (``tr = (lane // (2 C))*2 + lane % 2``,
+    ``tc = (lane // 2) % C``, C = ``lane_cols``), or plain row-major when C or 32/C is 1."""
+    C = lane_cols
+    if C >= 2 and WARP_SIZE // C >= 2:
+        return (lane // (2 * C)) * 2 + (lane & 1), (lane // 2) % C
+    return lane // C, lane % C
+
+
+def pipeline_depth(cfg: KernelConfig) -> dict:
+    """How far ahead a config's tile loads run, as data for the timing model: ``stages`` shared buffers,
+    ``tiles_in_flight`` tiles loading while one is computed (rung 06/07: 1, through registers; rung 08:
+    STAGES - 1, by cp.async), ``register_staged`` (the loads pass through registers: the thread must
+    store them after they land) and ``async_copy``."""
+    g = geometry(cfg)
+    if cfg.rung == 8:
+        return {"stages": g.stages, "tiles_in_flight": g.stages - 1, "register_staged": False, "async_copy": True}
+    if cfg.rung in (6, 7):
+        return {"stages": 2, "tiles_in_flight": 1, "register_staged": True, "async_copy": False}
+    return {"stages": max(1, g.stages), "tiles_in_flight": 0, "register_staged": cfg.rung >= 2,
+            "async_copy": False}
+
+
 # ==================================================================================================
 # Block / tile classes
 # ==================================================================================================
@@ -863,6 +1037,8 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
     kern = _describe(cfg, M, N, K, lp)
     gx, gy, _ = grid(cfg, M, N)
     gm, gn = (gy, gx) if (cfg.rung != 1 or cfg.p["COALESCED"]) else (gx, gy)
+    if kern.one_d_grid:
+        gm, gn = -(-M // kern.m_tile), -(-N // kern.n_tile)
     T = -(-K // kern.k_tile)
     blocks = gm * gn
     warps = kern.tpad // WARP_SIZE
@@ -892,9 +1068,10 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
             for rho, n in lst:
                 req, sec = global_requests_sectors(off + rho, act)
                 r_, s_ = int(req.sum()), int(sec.sum())
-                tot[f"{pre}_requests"] += n * r_
-                tot[f"{pre}_sectors"] += n * s_
-                tot[f"{pre}_bytes"] += n * nbytes
+                rep = kern.c_store_repeats if acc.per == "block" else 1
+                tot[f"{pre}_requests"] += rep * n * r_
+                tot[f"{pre}_sectors"] += rep * n * s_
+                tot[f"{pre}_bytes"] += rep * n * nbytes
                 if interior == ((mv, nv, kv), rho):
                     it[f"{pre}_requests"] += r_
                     it[f"{pre}_sectors"] += s_
@@ -937,6 +1114,9 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
         active_warps_total = blocks * warps
     int_per = _int_estimate(kern, cfg.rung)
     bar_w = blocks * warps * kern.bars_per_warp(T)
+    if kern.per_iteration_bars is not None:     # rungs 07/08: per K slice (split-K)
+        bar_w = warps * sum(blocks * kern.bars_per_warp(-(-(e - b) // kern.k_tile))
+                            for b, e in kern.slices if e > b)
     per_it = BlockIteration(
         warps=warps, threads=kern.threads,
         gld_requests=it["gld_requests"], gld_sectors=it["gld_sectors"], global_load_bytes_requested=it["gld_bytes"],
@@ -945,7 +1125,8 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
         lds_bank_conflicts=sh["lds_bank_conflicts"], sts_instructions=sh["sts_instructions"],
         sts_wavefronts=sh["sts_wavefronts"], sts_bank_conflicts=sh["sts_bank_conflicts"],
         ffma_thread=it_ffma_t, ffma_warp=it_ffma_w,
-        bar_warp=(warps * 2 if cfg.rung in (2, 3, 4, 5) else warps if cfg.rung == 6 else 0),
+        bar_warp=(warps * 2 if cfg.rung in (2, 3, 4, 5) else warps if cfg.rung == 6
+                  else warps * kern.per_iteration_bars if kern.per_iteration_bars is not None else 0),
         int_warp_est=(it_ffma_w if cfg.rung == 1 else warps) * int_per,
         gst_requests=it["gst_requests"], gst_sectors=it["gst_sectors"], gst_lines=it["gst_lines"])
     return AccessCounts(

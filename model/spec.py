@@ -28,6 +28,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "GPUSpec",
     "SpecError",
+    "TIMING_FIELDS",
+    "TIMING_REQUIRED",
+    "TimingField",
     "list_gpus",
     "load_gpu",
     "match_device",
@@ -124,7 +127,9 @@ class GPUSpec:
     cublas_sgemm_flop_per_s: Mapping[int, float] = field(default_factory=_empty, hash=False)
     """Measured cuBLAS FP32 SGEMM throughput by square size M = N = K, FLOP/s; empty if none."""
     timing: Mapping[str, float] = field(default_factory=_empty, hash=False)
-    """Extra model parameters from the optional ``[timing]`` table; empty if none."""
+    """The optional ``[timing]`` table: measured or published latencies (cycles), bandwidths (B/s), the
+    sustained SM clock (Hz) and the launch overhead (s), keyed as in :data:`TIMING_FIELDS`; only the
+    fields the file gives (empty if it has no table). :attr:`missing_timing` lists the absent ones."""
     sources: Mapping[str, str] = field(default_factory=_empty, hash=False, repr=False)
     """Source string per TOML field path, e.g. ``sources["chip.sm_count"]``."""
     path: str = ""
@@ -144,6 +149,11 @@ class GPUSpec:
     def warps_per_scheduler(self) -> int:
         """Resident warps per warp scheduler (sub-partition) at full occupancy."""
         return self.max_warps_per_sm // self.sub_partitions
+
+    @property
+    def missing_timing(self) -> tuple[str, ...]:
+        """Keys of :data:`TIMING_REQUIRED` that this spec's ``[timing]`` table lacks (the model estimates them)."""
+        return tuple(k for k in TIMING_REQUIRED if k not in self.timing)
 
     def source_of(self, attr: str) -> str:
         """Source string of a numeric attribute, by attribute name (``"sm_count"``) or TOML path."""
@@ -214,6 +224,46 @@ _ATTR_TO_PATH: dict[str, str] = {f.attr: f.path for f in _REQUIRED} | {
     k: f"measured.{k}" for k in _MEASURED_KEYS
 }
 _KEY_RE = re.compile(r"[a-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class TimingField:
+    """One field of the ``[timing]`` table: its unit, plausibility range and meaning."""
+
+    key: str
+    unit: str
+    """``"cycles"`` (SM clock cycles), ``"Hz"``, ``"B/s"`` (decimal bytes per second), ``"s"`` or ``"FLOP/s"``."""
+    low: float
+    high: float
+    """Plausibility range: a value outside ``[low, high]`` is refused as a likely unit error."""
+    required: bool
+    """Part of a complete table (every shipped spec has it); the model estimates a missing one."""
+    doc: str
+
+
+TIMING_FIELDS: tuple[TimingField, ...] = (
+    TimingField("sustained_clock_hz", "Hz", 1e8, 5e9, True,
+                "SM clock under a sustained FP32 (FFMA) load; <= 1.1 x chip.boost_clock_hz"),
+    TimingField("l1_latency_cycles", "cycles", 1, 2000, True, "L1 hit latency, dependent loads (pointer chase)"),
+    TimingField("shared_latency_cycles", "cycles", 1, 2000, True, "shared-memory load latency, dependent loads"),
+    TimingField("l2_latency_cycles", "cycles", 1, 2000, True, "L2 hit latency (L1 bypassed), dependent loads"),
+    TimingField("dram_latency_cycles", "cycles", 1, 2000, True,
+                "DRAM latency: dependent loads that miss L2, TLB hits"),
+    TimingField("shared_bandwidth_bytes_per_s", "B/s", 1e9, 1e15, True, "shared-memory load bandwidth, all SMs"),
+    TimingField("l2_bandwidth_bytes_per_s", "B/s", 1e9, 1e15, True, "L2 read bandwidth (hits), all SMs"),
+    TimingField("dram_read_bandwidth_bytes_per_s", "B/s", 1e9, 1e14, True, "DRAM read bandwidth"),
+    TimingField("dram_copy_bandwidth_bytes_per_s", "B/s", 1e9, 1e14, True,
+                "DRAM device-to-device copy bandwidth, read + write bytes counted"),
+    TimingField("launch_overhead_s", "s", 1e-7, 1e-3, True, "time of an empty kernel launch as the sweeps time it"),
+    TimingField("fp32_flop_per_s", "FLOP/s", 1e9, 1e16, False, "achieved FP32 FFMA throughput, all SMs"),
+    TimingField("ffma_latency_cycles", "cycles", 1, 2000, False, "latency of a dependent FFMA"),
+)
+"""Every field the ``[timing]`` table may hold (a closed set: a typo is refused, naming the field)."""
+
+TIMING_REQUIRED: tuple[str, ...] = tuple(f.key for f in TIMING_FIELDS if f.required)
+"""The fields of a complete ``[timing]`` table."""
+
+_TIMING_BY_KEY: dict[str, TimingField] = {f.key: f for f in TIMING_FIELDS}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -352,6 +402,50 @@ def _check_consistency(v: Mapping[str, Any], c: _Checker) -> None:
     )
 
 
+def _parse_timing(table: Mapping[str, Any], v: Mapping[str, Any], c: _Checker) -> dict[str, float]:
+    """Validate a ``[timing]`` table against :data:`TIMING_FIELDS` and the validated chip values ``v``."""
+    unknown = sorted(set(table) - set(_TIMING_BY_KEY))
+    if unknown:
+        raise c.fail(f"timing.{unknown[0]}", f"unknown (allowed in [timing]: {', '.join(_TIMING_BY_KEY)})")
+    out: dict[str, float] = {}
+    for f in TIMING_FIELDS:
+        if f.key not in table:
+            continue
+        p = f"timing.{f.key}"
+        x = c.positive_float(c.sourced(table, p, f.key), p)
+        if not f.low <= x <= f.high:
+            raise c.fail(p, f"implausible: {x:g} {f.unit} is outside [{f.low:g}, {f.high:g}] {f.unit} "
+                            f"({f.doc}; check the unit)")
+        out[f.key] = x
+    # bounds from the chip: nothing measured beats the hardware by more than the 10 % a clock above
+    # the rated boost allows
+    boost = v["boost_clock_hz"]
+    clock = out.get("sustained_clock_hz")
+    if clock is not None and not 0.25 * boost <= clock <= 1.1 * boost:
+        raise c.fail("timing.sustained_clock_hz", f"implausible: {clock:g} Hz is not within 0.25 .. 1.1 x "
+                                                  f"chip.boost_clock_hz ({boost:g} Hz)")
+    top_clock = 1.1 * max(boost, clock or 0.0)
+    ceilings = {
+        "shared_bandwidth_bytes_per_s": (v["sm_count"] * v["shared_banks"] * v["shared_bank_bytes"] * top_clock,
+                                         "SMs x banks x bank bytes x 1.1 x clock"),
+        "dram_read_bandwidth_bytes_per_s": (1.1 * v["dram_bandwidth_bytes_per_s"],
+                                            "1.1 x chip.dram_bandwidth_bytes_per_s"),
+        "dram_copy_bandwidth_bytes_per_s": (1.1 * v["dram_bandwidth_bytes_per_s"],
+                                            "1.1 x chip.dram_bandwidth_bytes_per_s"),
+        "fp32_flop_per_s": (2.0 * v["sm_count"] * v["fp32_lanes_per_sm"] * top_clock,
+                            "2 x SMs x FP32 lanes x 1.1 x clock"),
+    }
+    for key, (ceiling, what) in ceilings.items():
+        if key in out and out[key] > ceiling:
+            raise c.fail(f"timing.{key}", f"implausible: {out[key]:g} exceeds the hardware ceiling {ceiling:g} ({what})")
+    order = [k for k in ("l1_latency_cycles", "l2_latency_cycles", "dram_latency_cycles") if k in out]
+    for lo, hi in zip(order, order[1:]):
+        if not out[lo] < out[hi]:
+            raise c.fail(f"timing.{hi}", f"implausible: {out[hi]:g} cycles is not above timing.{lo} ({out[lo]:g}); "
+                                         "a chase that should miss a cache level hit it")
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Public API
 # --------------------------------------------------------------------------------------------------
@@ -429,13 +523,11 @@ def parse_gpu(data: Mapping[str, Any], path: str) -> GPUSpec:
                 sgemm[int(size)] = c.positive_float(flops, f"{p}.{size}")
             sgemm = dict(sorted(sgemm.items()))
 
-    # [timing]: optional, open set of positive sourced numbers
+    # [timing]: optional (a half-written spec still loads), closed set of sourced, plausible numbers
     timing: dict[str, float] = {}
     timing_table = c.table(data, "timing", required=False)
     if timing_table is not None:
-        for tkey in timing_table:
-            p = f"timing.{tkey}"
-            timing[tkey] = c.positive_float(c.sourced(timing_table, p, tkey), p)
+        timing = _parse_timing(timing_table, values, c)
 
     return GPUSpec(
         key=key,

@@ -242,5 +242,5 @@ def test_main_json_and_text(capsys) -> None:
 
 
 def test_main_without_data_says_so(tmp_path: Path) -> None:
-    with pytest.raises(NoDataError, match="No measurements found"):
+    with pytest.raises(NoDataError, match="no measurement rows"):
         main(Namespace(data=[str(tmp_path)], json=False, rows=False))

@@ -29,6 +29,9 @@ def test_report_end_to_end(tmp_path: Path, capsys) -> None:
     # derivation, seed limits, seed predictions table, comparison tables
     assert "I_{\\mathrm{tiled}}" in md and "1*4*1*12*32 = 1536" in md
     assert "| 04 reg2d 128x128x8 8x8 |" in md and "| config | time | GFLOP/s |" in md
+    assert "**The seed**" in md and "## 5. The limits, defined" in md
+    for limit in ("`issue`", "`l1`", "`shared`", "`latency`", "`dram`"):
+        assert f"| {limit} |" in md, limit
     assert "| statistic | model | plain roofline |" in md and "**Best config per size**" in md
     assert "Spearman" in md and "No measured data" not in md
     links = image_links(md)
@@ -68,4 +71,33 @@ def test_compare_cli_without_data_is_a_message_not_a_crash(tmp_path: Path) -> No
     r = subprocess.run([sys.executable, "analyze.py", "compare", str(tmp_path)], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2
-    assert r.stderr.startswith("error: No measurements found") and "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: no measurement rows") and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_report_reads_the_models_predictions(tmp_path: Path, monkeypatch) -> None:
+    """The RTX 4060 section and the occupancy notes follow the model: change a prediction, the text follows."""
+    import dataclasses
+
+    from model import timing
+    real = timing.predict
+
+    def slow_32(gpu, cfg, M, N, K, **kw):
+        p = real(gpu, cfg, M, N, K, **kw)
+        if cfg.rung == 1 and cfg.p.get("BX") == 32 and cfg.p.get("COALESCED") == 1:
+            p = dataclasses.replace(p, time_s=p.time_s * 10)      # a model in which 32x32 is much slower
+        return p
+
+    monkeypatch.setattr(timing, "predict", slow_32)
+    from model.spec import load_gpu
+    (_, p16, p32), *_ = report.block_predictions(load_gpu("rtx4060"))
+    assert p32.time_s > p16.time_s
+    assert report.why_blocks_differ(p16, p32).startswith("16x16 is predicted")
+
+
+def test_identical_best_config_rows_are_merged() -> None:
+    from analysis.compare import compare, format_markdown
+    from analysis.data import load
+    md = format_markdown(compare(load([FIXTURE])))
+    rows = [ln for ln in md.splitlines() if ln.startswith("| 2048^3 |") or ln.startswith("| 1024^3 |")]
+    assert len(rows) == len(set(ln.split("|", 3)[3] for ln in rows))

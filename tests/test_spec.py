@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from model.spec import GPU_DIR, GPUSpec, SpecError, list_gpus, load_gpu, match_device, parse_gpu
+from model.spec import (GPU_DIR, TIMING_FIELDS, TIMING_REQUIRED, GPUSpec, SpecError, list_gpus, load_gpu,
+                        match_device, parse_gpu)
 
-SHIPPED = ["a100", "h100", "h200", "rtx3090", "rtx4060", "rtx4090", "rtxa6000"]
+SHIPPED = ["a100", "a100_40gb", "a100_pcie", "a100_pcie_40gb", "h100", "h200", "rtx3090", "rtx4060",
+           "rtx4060_laptop", "rtx4090", "rtxa6000"]
 KiB = 1024
 
 
@@ -41,7 +43,7 @@ def test_every_shipped_file_loads(key: str) -> None:
     for section in ("chip", "sm", "measured"):
         for field in raw.get(section, {}):
             assert spec.sources[f"{section}.{field}"].strip()
-    # per-CC invariants shared by all seven boards (reference §A1 "All:" line)
+    # per-CC invariants shared by all boards (reference §A1 "All:" line)
     assert spec.registers_per_sm == 65536
     assert spec.max_registers_per_thread == 255
     assert spec.register_alloc_unit == 256
@@ -100,7 +102,10 @@ def test_h200() -> None:
     # 132 SMs x 128 B x 1.98 GHz = 33.45 TB/s; every entry sourced to the microbenchmark
     assert 0.9 * 66.9e12 < g.timing["fp32_flop_per_s"] <= 66.9e12
     assert 0.9 * 33.45e12 < g.timing["shared_bandwidth_bytes_per_s"] <= 33.45e12
-    assert all("microbench" in g.sources[f"timing.{k}"] for k in g.timing)
+    assert all("microbench" in g.sources[f"timing.{k}"] for k in g.timing if k != "sustained_clock_hz")
+    # the clock under load: nvidia-smi read 1980 MHz during every sweep row
+    assert g.timing["sustained_clock_hz"] == pytest.approx(1.98e9, rel=1e-3)
+    assert "clock64" in g.sources["timing.sustained_clock_hz"]
 
 
 def test_a100() -> None:
@@ -129,7 +134,8 @@ def test_peak_fp32_matches_quoted(key: str, tflops: float) -> None:
 def test_blocks_per_sm_by_cc() -> None:
     # S1 Table 27 / S5: 8.0 -> 32, 8.6 -> 16, 8.9 -> 24, 9.0 -> 32
     assert {k: load_gpu(k).max_blocks_per_sm for k in SHIPPED} == {
-        "a100": 32, "h100": 32, "h200": 32, "rtx3090": 16, "rtx4060": 24, "rtx4090": 24, "rtxa6000": 16,
+        "a100": 32, "a100_40gb": 32, "a100_pcie": 32, "a100_pcie_40gb": 32, "h100": 32, "h200": 32,
+        "rtx3090": 16, "rtx4060": 24, "rtx4060_laptop": 24, "rtx4090": 24, "rtxa6000": 16,
     }
 
 
@@ -302,12 +308,12 @@ def test_key_format() -> None:
 
 def test_parse_gpu_dict_with_timing_and_no_measured() -> None:
     data = tomllib.loads(BASE)
-    data["timing"] = {"dram_latency_s": {"value": 5.0e-7, "source": "made up for the test"}}
+    data["timing"] = {"dram_latency_cycles": {"value": 500, "source": "made up for the test"}}
     spec = parse_gpu(data, "mem.toml")
     assert isinstance(spec, GPUSpec)
     assert spec.path == "mem.toml"
-    assert spec.timing == {"dram_latency_s": 5.0e-7}
-    assert spec.sources["timing.dram_latency_s"] == "made up for the test"
+    assert spec.timing == {"dram_latency_cycles": 500.0}
+    assert spec.sources["timing.dram_latency_cycles"] == "made up for the test"
     assert spec.copy_bandwidth_bytes_per_s is None
     assert dict(spec.cublas_sgemm_flop_per_s) == {}
 
@@ -317,3 +323,141 @@ def test_parse_gpu_missing_section() -> None:
     del data["sm"]
     with pytest.raises(SpecError, match=r"mem\.toml: field 'sm' missing"):
         parse_gpu(data, "mem.toml")
+
+
+# --------------------------------------------------------------------------------------------------
+# [timing]
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", SHIPPED)
+def test_every_shipped_spec_has_a_complete_sourced_timing_table(key: str) -> None:
+    g = load_gpu(key)
+    assert g.missing_timing == ()
+    assert set(TIMING_REQUIRED) <= set(g.timing)
+    for k in g.timing:
+        assert len(g.sources[f"timing.{k}"].strip()) > 20, (key, k)   # a real source, not a tag
+    # the clock under load is within the validator's window and peak FP32 at it is below the rated peak x 1.1
+    assert 0.25 * g.boost_clock_hz <= g.timing["sustained_clock_hz"] <= 1.1 * g.boost_clock_hz
+    assert g.timing["l1_latency_cycles"] < g.timing["l2_latency_cycles"] < g.timing["dram_latency_cycles"]
+    assert g.timing["dram_copy_bandwidth_bytes_per_s"] <= g.dram_bandwidth_bytes_per_s
+
+
+def test_no_other_gpu_borrows_the_h200_measurements() -> None:
+    h200 = load_gpu("h200").timing
+    for key in SHIPPED:
+        if key == "h200":
+            continue
+        g = load_gpu(key)
+        for k, v in g.timing.items():
+            assert "microbench.py on" not in g.sources[f"timing.{k}"], (key, k)
+            if k == "sustained_clock_hz" and v == g.boost_clock_hz:
+                continue    # the H100's rated 1980 MHz is also the H200's: the board's own vendor figure
+            assert k not in h200 or v != h200[k], f"{key} timing.{k} equals the H200's measured {v}"
+
+
+def test_timing_fields_schema() -> None:
+    keys = [f.key for f in TIMING_FIELDS]
+    assert len(keys) == len(set(keys))
+    assert set(TIMING_REQUIRED) == {
+        "sustained_clock_hz", "l1_latency_cycles", "l2_latency_cycles", "dram_latency_cycles",
+        "shared_latency_cycles", "shared_bandwidth_bytes_per_s", "l2_bandwidth_bytes_per_s",
+        "dram_read_bandwidth_bytes_per_s", "dram_copy_bandwidth_bytes_per_s", "launch_overhead_s"}
+    assert {"fp32_flop_per_s", "ffma_latency_cycles"} <= set(keys) - set(TIMING_REQUIRED)
+    for f in TIMING_FIELDS:   # the unit is in the name
+        suffix = {"cycles": "_cycles", "Hz": "_hz", "B/s": "_bytes_per_s", "s": "_s", "FLOP/s": "_flop_per_s"}[f.unit]
+        assert f.key.endswith(suffix), f.key
+
+
+def test_the_a6000_and_3090_share_ga102_cycle_figures() -> None:
+    # sibling chips: latencies in cycles are the same; clocks and bandwidths are each board's own
+    a, b = load_gpu("rtxa6000"), load_gpu("rtx3090")
+    for k in ("l1_latency_cycles", "shared_latency_cycles", "l2_latency_cycles", "dram_latency_cycles"):
+        assert a.timing[k] == b.timing[k]
+    assert a.timing["sustained_clock_hz"] == 1.8e9 and b.timing["sustained_clock_hz"] == 1.695e9
+    # shared bandwidth = SMs x 128 B x clock
+    assert a.timing["shared_bandwidth_bytes_per_s"] == pytest.approx(84 * 128 * 1.8e9, rel=1e-3)
+
+
+def test_new_specs() -> None:
+    lap, desk = load_gpu("rtx4060_laptop"), load_gpu("rtx4060")
+    assert lap.sm_count == desk.sm_count == 24 and lap.compute_capability == "8.9"
+    assert lap.boost_clock_hz == 2.37e9 and "115 W" in lap.sources["chip.boost_clock_hz"]
+    assert lap.l2_bytes == 32 * 2**20 and lap.dram_bandwidth_bytes_per_s == 256e9
+    # the laptop's CUDA name contains the desktop's: the exact name wins
+    assert match_device("NVIDIA GeForce RTX 4060 Laptop GPU", 8, 9, 24).key == "rtx4060_laptop"  # type: ignore[union-attr]
+    assert match_device("NVIDIA GeForce RTX 4060", 8, 9, 24).key == "rtx4060"  # type: ignore[union-attr]
+    a40, pcie, pcie40 = load_gpu("a100_40gb"), load_gpu("a100_pcie"), load_gpu("a100_pcie_40gb")
+    assert a40.dram_bandwidth_bytes_per_s == pcie40.dram_bandwidth_bytes_per_s == 1.555e12
+    assert pcie.dram_bandwidth_bytes_per_s == 1.935e12 and "80GB" in pcie.name and "PCIe" in pcie.name
+    for g in (a40, pcie, pcie40):
+        assert g.sm_count == 108 and g.fp32_lanes_per_sm == 64 and g.l2_bytes == 41943040
+        assert rel(g.peak_fp32_flop_per_s, 19.5e12) < 5e-3
+    assert match_device("NVIDIA A100-SXM4-40GB", 8, 0, 108).key == "a100_40gb"  # type: ignore[union-attr]
+    assert match_device("NVIDIA A100 80GB PCIe", 8, 0, 108).key == "a100_pcie"  # type: ignore[union-attr]
+    assert match_device("NVIDIA A100-PCIE-40GB", 8, 0, 108).key == "a100_pcie_40gb"  # type: ignore[union-attr]
+    assert match_device("NVIDIA A100-SXM4-80GB", 8, 0, 108).key == "a100"  # type: ignore[union-attr]
+
+
+TIMING_BASE = BASE.split("\n[timing]")[0]   # rtx4060 without its [timing] table
+
+
+def timing_variant(tmp_path: Path, lines: str, name: str = "t.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(TIMING_BASE.rstrip("\n") + "\n\n[timing]\n" + lines + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_spec_without_timing_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "half.toml"
+    path.write_text(TIMING_BASE, encoding="utf-8")
+    g = load_gpu(path)
+    assert dict(g.timing) == {} and g.missing_timing == TIMING_REQUIRED
+    # a half-written table loads too; the rest is reported missing
+    g = load_gpu(timing_variant(tmp_path, 'l2_latency_cycles = { value = 270, source = "x" }'))
+    assert g.timing == {"l2_latency_cycles": 270.0}
+    assert "l2_latency_cycles" not in g.missing_timing and len(g.missing_timing) == len(TIMING_REQUIRED) - 1
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "fragment"),
+    [
+        ('l2_latency_cycle = { value = 270, source = "typo" }', "timing.l2_latency_cycle", "unknown"),
+        ('l2_latency_cycles = { value = "270", source = "x" }', "timing.l2_latency_cycles", "positive finite"),
+        ('l2_latency_cycles = { value = -270, source = "x" }', "timing.l2_latency_cycles", "positive finite"),
+        ('l2_latency_cycles = { value = true, source = "x" }', "timing.l2_latency_cycles", "positive finite"),
+        ('l2_latency_cycles = { value = 270 }', "timing.l2_latency_cycles", "has no source"),
+        ("l2_latency_cycles = 270", "timing.l2_latency_cycles", "has no source"),
+        # plausibility: latencies 1..2000 cycles (a value in ns or s is a unit error)
+        ('dram_latency_cycles = { value = 5000, source = "x" }', "timing.dram_latency_cycles", "implausible"),
+        ('l1_latency_cycles = { value = 3.3e-8, source = "seconds, not cycles" }', "timing.l1_latency_cycles",
+         "implausible"),
+        # a bandwidth in GB/s instead of B/s
+        ('dram_read_bandwidth_bytes_per_s = { value = 245, source = "x" }', "timing.dram_read_bandwidth_bytes_per_s",
+         "implausible"),
+        ('launch_overhead_s = { value = 3.0, source = "microseconds?" }', "timing.launch_overhead_s", "implausible"),
+        # clock: at most 1.1 x boost (2.46 GHz)
+        ('sustained_clock_hz = { value = 2.8e9, source = "x" }', "timing.sustained_clock_hz", "1.1 x"),
+        ('sustained_clock_hz = { value = 2460, source = "MHz, not Hz" }', "timing.sustained_clock_hz", "implausible"),
+        # above what the hardware can do
+        ('dram_copy_bandwidth_bytes_per_s = { value = 400e9, source = "x" }',
+         "timing.dram_copy_bandwidth_bytes_per_s", "hardware ceiling"),
+        ('shared_bandwidth_bytes_per_s = { value = 2e13, source = "x" }', "timing.shared_bandwidth_bytes_per_s",
+         "hardware ceiling"),
+        ('fp32_flop_per_s = { value = 2e13, source = "x" }', "timing.fp32_flop_per_s", "hardware ceiling"),
+        # a chase that hit the level above
+        ('l2_latency_cycles = { value = 270, source = "x" }\ndram_latency_cycles = { value = 260, source = "x" }',
+         "timing.dram_latency_cycles", "not above timing.l2_latency_cycles"),
+        ('l1_latency_cycles = { value = 300, source = "x" }\nl2_latency_cycles = { value = 270, source = "x" }',
+         "timing.l2_latency_cycles", "not above timing.l1_latency_cycles"),
+    ],
+)
+def test_bad_timing_field_refused_naming_it(tmp_path: Path, line: str, field: str, fragment: str) -> None:
+    expect_error(timing_variant(tmp_path, line, name="badtiming.toml"), field, fragment)
+
+
+def test_timing_table_of_wrong_type() -> None:
+    data = tomllib.loads(TIMING_BASE)
+    data["timing"] = "fast"
+    with pytest.raises(SpecError, match=r"t\.toml: field 'timing' must be a table"):
+        parse_gpu(data, "t.toml")

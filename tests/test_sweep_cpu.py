@@ -28,7 +28,7 @@ H200 = load_gpu("h200")
 
 
 def test_shipped_sweeps_load() -> None:
-    assert set(sw.sweep_names()) >= {"blocks", "edge_dev", "edge_val", "holdout", "ladder", "regtile"}
+    assert {"blocks", "edge_dev", "edge_val", "holdout", "ladder", "regtile", "splitk", "tune_full", "warptile"} <= set(sw.sweep_names())
     for name in sw.sweep_names():
         s = sw.load_sweep(name)
         assert s.name == name and s.description and s.groups
@@ -55,8 +55,8 @@ def test_ladder_is_every_classic_config_at_every_size() -> None:
     sizes = [(n, n, n) for n in (128, 256, 512, 1024, 2048, 4096, 8192, 1000, 3001)] + [(3001, 1000, 2048)]
     assert not dropped
     assert {t.key for t in tasks} == {(c.key, *s) for c in classic_configs() for s in sizes}
-    assert len(tasks) == len(classic_configs()) * 10 == 110
-    assert {t.config.rung for t in tasks} == {0, 1, 2, 3, 4, 5, 6}
+    assert len(tasks) == len(classic_configs()) * 10 == 140
+    assert {t.config.rung for t in tasks} == {0, 1, 2, 3, 4, 5, 6, 7, 8}
 
 
 def test_regtile_is_every_valid_combination() -> None:
@@ -355,7 +355,7 @@ def test_dry_run_needs_no_gpu_and_writes_nothing(tmp_path, capsys) -> None:
     out = tmp_path / "ladder.jsonl"
     assert sw.main(["ladder", "--dry-run", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "110 rows to run" in text and "04 reg2d 128x128x8 8x8" in text and "GFLOP/s" in text
+    assert "140 rows to run" in text and "04 reg2d 128x128x8 8x8" in text and "GFLOP/s" in text
     assert not out.exists()
 
 

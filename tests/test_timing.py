@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -293,14 +292,4 @@ def test_registers_from_compiler_facts_equal_measured_num_regs() -> None:
     assert profile(r.config, H200.arch).registers == r.num_regs
 
 
-def test_predictions_are_fast() -> None:
-    from model.simulate import simulate
-    rows = [r for r in load([DATA]) if r.rung >= 1]
-    profile.cache_clear()
-    simulate.cache_clear()
-    t0 = time.perf_counter()
-    res = predict_rows(H200, [r.config for r in rows], [r.size for r in rows], [r.num_regs for r in rows],
-                       cross_validated=True)
-    dt = time.perf_counter() - t0
-    assert res["time_s"].shape == (len(rows),) and np.all(np.isfinite(res["time_s"]))
-    assert dt < 60.0, f"predict_rows over {len(rows)} rows took {dt:.2f} s (profiles not cached)"
+# test_predictions_are_fast moved to benchmarks/bench_cli.py (speed is not a unit test)

@@ -1113,7 +1113,8 @@ def table(rows: Iterable[dict]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    from analysis.cli import Parser  # noqa: PLC0415
+    ap = Parser(
         prog="python -m tools.compiler_facts",
         description="Compile kernel configs with NVRTC (as CuPy does) and report registers, shared memory, "
                     "spills and the SASS mix of the main loop. Needs requirements-facts.txt.")
@@ -1131,7 +1132,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from analysis.cli import BadInput, run  # noqa: PLC0415
     args = build_parser().parse_args(argv)
+
+    def body() -> int:
+        if args.jobs < 1 or args.chunk < 1:
+            raise BadInput(f"--jobs and --chunk must be >= 1, got {args.jobs} and {args.chunk}")
+        for a in args.arch or ():
+            if not re.fullmatch(r"sm_\d{2,3}", a):
+                raise BadInput(f"--arch {a!r}: expected sm_XX, e.g. sm_90")
+        if args.out is not None:
+            from analysis.cli import output_file  # noqa: PLC0415
+            output_file(args.out, (".json",), "--out")
+        resolve_configs(args.configs)          # a bad config name: refused before the toolchain is loaded
+        try:
+            return _main(args)
+        except FactsError as exc:
+            raise BadInput(f"{exc}") from None
+    return run(body)
+
+
+def _main(args) -> int:
     archs = args.arch or ["sm_90"]
     cfgs = resolve_configs(args.configs)
     print(f"NVRTC {nvrtc_version()} ({tool_versions().get('nvidia-cuda-nvrtc')}), options "

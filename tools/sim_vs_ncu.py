@@ -10,7 +10,6 @@ the file is missing.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -29,17 +28,42 @@ def read_rows(path: Path) -> list[dict]:
     return load_ncu(path, kernels_only=True)
 
 
+def _check_ncu_file(path: Path) -> None:
+    """Refuse a file that holds no Nsight Compute rows (a measurement file, binary data, empty)."""
+    import json  # noqa: PLC0415
+    from analysis.cli import BadInput, check_text_file  # noqa: PLC0415
+    if not path.is_file():
+        raise BadInput(f"{path} does not exist (python -m experiments.ncu_run writes it on the GPU)")
+    check_text_file(path)
+    schemas: dict = {}
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            raise BadInput(f"{path}:{i}: not JSON; expected gemmscope.ncu rows (experiments/ncu_run.py)") from None
+        s = obj.get("schema") if isinstance(obj, dict) else None
+        schemas[s] = schemas.get(s, 0) + 1
+    if not schemas.get("gemmscope.ncu"):
+        what = ", ".join(f"{n} {k}" for k, n in schemas.items()) or "nothing"
+        raise BadInput(f"{path} holds no Nsight Compute rows (schema gemmscope.ncu); it holds {what}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tools.sim_vs_ncu", description=__doc__.split("\n\n")[0])
+    from analysis.cli import Parser, run  # noqa: PLC0415
+    ap = Parser(prog="python -m tools.sim_vs_ncu", description=__doc__.split("\n\n")[0])
     ap.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE, help=f"ncu rows [{DEFAULT_FILE.relative_to(REPO)}]")
     ap.add_argument("--plan", default="sass", choices=("sass", "compiler", "source"),
                     help="widths of the inner loop's shared loads [sass: from model.facts / the observed SASS]")
     ap.add_argument("--only-bad", action="store_true", help="print only the fields that break their rule")
     ap.add_argument("--config", nargs="+", metavar="SUBSTR", help="only rows whose config key contains one of these")
     args = ap.parse_args(argv)
-    if not args.file.exists():
-        print(f"error: {args.file} does not exist (python -m experiments.ncu_run writes it on the GPU)", file=sys.stderr)
-        return 2
+    return run(lambda: _main(args))
+
+
+def _main(args) -> int:
+    _check_ncu_file(args.file)
     rows = read_rows(args.file)
     if args.config:
         rows = [r for r in rows if any(s in r["config_key"] for s in args.config)]

@@ -17,6 +17,16 @@ Two builds per kernel file:
          misplaced __syncthreads, a double-buffer stage overwritten while
          another thread still reads it, two threads writing one C element)
 
+Rung 08's cp.async is emulated (GEMMSCOPE_HOST_EMULATION, see CP_ASYNC below) in two ways, both built:
+  issue : the copy happens when it is issued (the earliest moment the hardware
+          may write): a copy into a stage another thread still reads is a race;
+  wait  : the copy happens at the cp.async.wait_group that retires its group
+          (the latest moment): reading a stage before waiting leaves the NaN
+          poison or an old tile in C.
+Split-K configs (SPLITK > 1) atomicAdd into C: the driver poisons C, then zeroes
+it (as the launcher does) before the launch; blocks run one after another, so a
+plain += is an exact emulation of atomicAdd here.
+
 Inputs are small integers, so every FP32 sum is exact and C is compared for
 exact equality with a double-precision reference; C is poisoned with NaN
 before each launch. Misaligned-pointer variants (A, B, C offset by one float)
@@ -39,6 +49,17 @@ R456 = [
     (128, 64, 8, 8, 8), (256, 128, 8, 8, 8), (32, 32, 8, 4, 4), (256, 256, 32, 16, 8),
     (128, 128, 32, 8, 8), (64, 64, 16, 4, 4),
 ]
+R78 = [
+    (64, 64, 8, 32, 32, 1, 4, 4, 1, 1),        # 128 threads, WMITER 2
+    (32, 64, 8, 32, 32, 2, 4, 4, 1, 1),        # 64 threads, WMITER 1
+    (128, 128, 16, 64, 32, 2, 4, 4, 1, 1),     # classic: 256 threads, 8x8 per thread
+    (128, 128, 16, 64, 64, 4, 8, 4, 1, 1),     # siboehm's kernel 10
+    (64, 32, 16, 32, 32, 1, 8, 4, 1, 1),       # TM 8
+    (64, 64, 32, 32, 32, 1, 4, 4, 1, 1),       # BK 32
+    (64, 64, 8, 32, 32, 1, 4, 4, 3, 1),        # grouped block order
+    (64, 64, 8, 32, 32, 1, 4, 4, 1, 3),        # split-K
+    (32, 64, 8, 32, 32, 2, 4, 4, 2, 4),        # both
+]
 RUNGS = {
     "01": ("01_naive.cu", "sgemm_01_naive",
            [(32, 32, 1), (32, 32, 0), (16, 16, 1), (8, 8, 1), (32, 8, 1), (8, 32, 0)]),
@@ -50,6 +71,11 @@ RUNGS = {
     "04": ("04_reg2d.cu", "sgemm_04_reg2d", R456 + [(64, 64, 8, 2, 2), (32, 64, 4, 4, 2)]),
     "05": ("05_float4.cu", "sgemm_05_float4", R456 + [(64, 32, 4, 4, 4)]),
     "06": ("06_double_buffer.cu", "sgemm_06_dbuf", R456 + [(64, 32, 4, 4, 4)]),
+    # (BM, BN, BK, WM, WN, WNITER, TM, TN, SWZ, SPLITK)
+    "07": ("07_warptile.cu", "sgemm_07_warptile", R78),
+    # ... + STAGES
+    "08": ("08_async_pipeline.cu", "sgemm_08_async",
+           [c + (3,) for c in R78] + [c + (2,) for c in R78[:4]] + [c + (4,) for c in R78[:3] + R78[-3:]]),
 }
 
 PRELUDE = r"""
@@ -72,6 +98,45 @@ static void* g_dyn_smem = nullptr;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 static inline void __syncthreads() { pthread_barrier_wait(&g_bar); }
+static inline float4 make_float4(float x, float y, float z, float w) { float4 v{x, y, z, w}; return v; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+// blocks run one after another: a plain read-modify-write is an exact atomicAdd here
+static inline float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
+
+// ---- cp.async emulation (rung 08). CP_ASYNC_AT_WAIT = 0: copy when issued; 1: copy when the
+// wait_group that retires the group runs (the latest moment the hardware may complete it).
+#define GEMMSCOPE_HOST_EMULATION 1
+struct CpCopy { float* dst; const float* src; int bytes; int size; };
+static thread_local std::vector<CpCopy> g_cp_open;
+static thread_local std::vector<std::vector<CpCopy>> g_cp_groups;
+static void cp_do(const CpCopy& c) {
+    if (c.size == 16 && ((((uintptr_t)c.dst) & 15) || (c.bytes && (((uintptr_t)c.src) & 15)))) {
+        fprintf(stderr, "cp.async 16: misaligned address dst=%p src=%p\n", (void*)c.dst, (const void*)c.src);
+        abort();
+    }
+    if (c.bytes < 0 || c.bytes > c.size) { fprintf(stderr, "cp.async: src size %d > %d\n", c.bytes, c.size); abort(); }
+    if (c.bytes) memcpy(c.dst, c.src, c.bytes);
+    memset((char*)c.dst + c.bytes, 0, c.size - c.bytes);
+}
+static void cp_issue(float* dst, const float* src, int bytes, int size) {
+    CpCopy c{dst, src, bytes, size};
+    if (CP_ASYNC_AT_WAIT) g_cp_open.push_back(c); else cp_do(c);
+}
+static inline void sgemm_08_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
+static inline void sgemm_08_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
+static inline void sgemm_08_commit() { g_cp_groups.push_back(g_cp_open); g_cp_open.clear(); }
+template <int PENDING> static inline void sgemm_08_wait() {
+    while ((int)g_cp_groups.size() > PENDING) {
+        for (auto& c : g_cp_groups.front()) cp_do(c);
+        g_cp_groups.erase(g_cp_groups.begin());
+    }
+}
+static void cp_check_drained() {
+    if (!g_cp_open.empty()) { fprintf(stderr, "cp.async copies issued but never committed\n"); abort(); }
+    for (auto& g : g_cp_groups)
+        if (!g.empty()) { fprintf(stderr, "cp.async group never waited for\n"); abort(); }
+    g_cp_groups.clear();
+}
 """
 
 DRIVER = r"""
@@ -87,15 +152,17 @@ static void* thread_main(void* p) {
     Launch* L = a->L;
     threadIdx = a->tid; blockDim = L->block; gridDim = L->grid;
     bool t0 = a->tid.x == 0 && a->tid.y == 0 && a->tid.z == 0;
+    for (unsigned bz = 0; bz < L->grid.z; ++bz)
     for (unsigned by = 0; by < L->grid.y; ++by)
     for (unsigned bx = 0; bx < L->grid.x; ++bx) {
         if (t0 && L->dyn) {
             float* f = (float*)g_dyn_smem;
             for (size_t i = 0; i < L->dyn / 4; ++i) f[i] = NAN;
         }
-        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = 0;
+        blockIdx.x = bx; blockIdx.y = by; blockIdx.z = bz;
         pthread_barrier_wait(&g_bar);
         L->k(L->A, L->B, L->C, L->M, L->N, L->K);
+        cp_check_drained();
         pthread_barrier_wait(&g_bar);
     }
     return nullptr;
@@ -128,7 +195,7 @@ static float* exact_alloc(size_t n) {       // malloc'ed exactly: ASan guards bo
 }
 // off = 0: 16B-aligned base pointers; off = 1: A, B, C each one float past an aligned base.
 static void test(const char* name, kern_t k, dim3 grid, dim3 block, size_t dyn,
-                 int M, int N, int K, int off) {
+                 int M, int N, int K, int off, int zero_c = 0) {
     size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
     float* Ab = exact_alloc(na + off); float* Bb = exact_alloc(nb + off); float* Cb = exact_alloc(nc + off);
     float *A = Ab + off, *B = Bb + off, *C = Cb + off;
@@ -138,6 +205,7 @@ static void test(const char* name, kern_t k, dim3 grid, dim3 block, size_t dyn,
     for (size_t i = 0; i < na; ++i) A[i] = (float)d(rng);
     for (size_t i = 0; i < nb; ++i) B[i] = (float)d(rng);
     for (size_t i = 0; i < nc; ++i) C[i] = NAN;
+    if (zero_c) for (size_t i = 0; i < nc; ++i) C[i] = 0.0f;   // split-K: the launcher zeroes C
     Launch L{k, grid, block, dyn, A, B, C, M, N, K};
     launch(L);
     size_t bad = 0; long firstm = -1, firstn = -1; double got = 0, want = 0;
@@ -182,6 +250,11 @@ def shapes_for(rung, cfg):
         bm, bn, bk = (cfg[1], cfg[0], 4) if cfg[2] else (cfg[0], cfg[1], 4)
     else:
         bm, bn, bk = cfg[0], cfg[1], cfg[2]
+    extra = []
+    if rung in ("07", "08"):
+        extra = [(3 * bm + 1, 2 * bn + 1, bk),       # 4 block rows: a partial swizzle group
+                 (bm + 5, bn - 3, 7 * bk + 5),       # K over several slices, tails
+                 (2 * bm, bn, 2 * bk - 4)]           # K%4 = 0 tail
     s = [
         (1, 1, 1),
         (bm, bn, bk),                    # exactly one tile
@@ -192,7 +265,7 @@ def shapes_for(rung, cfg):
         (37, 41, 5),                     # odd everything, K < BK possible
         (bm - 1, bn - 1, bk - 1 if bk > 1 else 1),
         (3, 7, 2 * bk + 3),
-    ]
+    ] + extra
     out = []
     for t in s:
         t = tuple(max(1, x) for x in t)
@@ -209,6 +282,12 @@ def launch_geometry(rung, cfg, M, N, K):
                ("cdiv(%d,%d)" % (M, bx), "cdiv(%d,%d)" % (N, by))
         return grid, (bx, by), 0
     bm, bn, bk = cfg[:3]
+    if rung in ("07", "08"):
+        wm, wn = cfg[3], cfg[4]
+        nt = (bm // wm) * (bn // wn) * 32
+        stages = cfg[10] if rung == "08" else 2
+        dyn = stages * (bk * (bm + 4) + bk * bn) * 4
+        return ("cdiv(%d,%d)*cdiv(%d,%d)" % (M, bm, N, bn), "1", str(cfg[9])), (nt, 1), dyn
     grid = ("cdiv(%d,%d)" % (N, bn), "cdiv(%d,%d)" % (M, bm))
     if rung == "02":
         return grid, (bn, bm), 0
@@ -221,7 +300,7 @@ def launch_geometry(rung, cfg, M, N, K):
     return grid, (nt, 1), dyn
 
 
-def build_source(rung):
+def build_source(rung, cp_at_wait=0):
     fname, kname, cfgs = RUNGS[rung]
     with open(os.path.join(HERE, fname)) as f:
         src = transform(f.read())
@@ -231,14 +310,16 @@ def build_source(rung):
         for (M, N, K) in shapes_for(rung, cfg):
             offs = [0, 1] if (K % 4 == 0 and N % 4 == 0) else [0]
             for off in offs:
-                (gx, gy), (bx, by), dyn = launch_geometry(rung, cfg, M, N, K)
+                geo = launch_geometry(rung, cfg, M, N, K)
+                (gx, gy, gz), (bx, by), dyn = (geo[0] + ("1",))[:3], geo[1], geo[2]
+                zero_c = int(rung in ("07", "08") and cfg[9] > 1)
                 body.append(
-                    '  { dim3 g; g.x=%s; g.y=%s; dim3 b; b.x=%d; b.y=%d; '
-                    'test("%s", &%s, g, b, %d, %d, %d, %d, %d); }'
-                    % (gx, gy, bx, by, inst, inst, dyn, M, N, K, off))
+                    '  { dim3 g; g.x=%s; g.y=%s; g.z=%s; dim3 b; b.x=%d; b.y=%d; '
+                    'test("%s", &%s, g, b, %d, %d, %d, %d, %d, %d); }'
+                    % (gx, gy, gz, bx, by, inst, inst, dyn, M, N, K, off, zero_c))
     body.append('  printf("%s: %d passed, %d failed\\n", "' + fname + '", g_pass, g_fail);')
     body.append("  return g_fail ? 1 : 0;\n}")
-    return PRELUDE + "\n" + src + "\n" + DRIVER + "\n" + "\n".join(body) + "\n"
+    return ("#define CP_ASYNC_AT_WAIT %d\n" % cp_at_wait) + PRELUDE + "\n" + src + "\n" + DRIVER + "\n" + "\n".join(body) + "\n"
 
 
 FLAGS = {
@@ -260,29 +341,32 @@ def main():
     td = args.keep or tempfile.mkdtemp(prefix="gemmscope_emu_")
     os.makedirs(td, exist_ok=True)
     for rung in rungs:
-        src = build_source(rung)
-        cpp = os.path.join(td, "emu_%s.cpp" % rung)
-        with open(cpp, "w") as f:
-            f.write(src)
-        for b in builds:
-            exe = os.path.join(td, "emu_%s_%s" % (rung, b))
-            cmd = ["g++", "-std=c++20", "-w", "-pthread"] + FLAGS[b] + ["-o", exe, cpp]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            if p.returncode:
-                print("[%s %s] BUILD FAILED\n%s" % (rung, b, p.stderr[-4000:]))
-                failures += 1
-                continue
-            env = dict(os.environ)
-            env["TSAN_OPTIONS"] = "halt_on_error=1 second_deadlock_stack=1"
-            env["ASAN_OPTIONS"] = "detect_leaks=1"
-            p = subprocess.run([exe], capture_output=True, text=True, env=env)
-            tail = (p.stdout + p.stderr).strip().splitlines()
-            ok = p.returncode == 0
-            failures += not ok
-            print("[%s %s] %s  %s" % (rung, b, "ok  " if ok else "FAIL",
-                                       tail[-1] if tail else ""))
-            if not ok:
-                print("\n".join(tail[-60:]))
+        modes = [(0, "issue"), (1, "wait")] if rung == "08" else [(0, "")]
+        for at_wait, mode in modes:
+            tag = rung + ("_" + mode if mode else "")
+            src = build_source(rung, at_wait)
+            cpp = os.path.join(td, "emu_%s.cpp" % tag)
+            with open(cpp, "w") as f:
+                f.write(src)
+            for b in builds:
+                exe = os.path.join(td, "emu_%s_%s" % (tag, b))
+                cmd = ["g++", "-std=c++20", "-w", "-pthread"] + FLAGS[b] + ["-o", exe, cpp]
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                if p.returncode:
+                    print("[%s %s] BUILD FAILED\n%s" % (tag, b, p.stderr[-4000:]))
+                    failures += 1
+                    continue
+                env = dict(os.environ)
+                env["TSAN_OPTIONS"] = "halt_on_error=1 second_deadlock_stack=1"
+                env["ASAN_OPTIONS"] = "detect_leaks=1"
+                p = subprocess.run([exe], capture_output=True, text=True, env=env)
+                tail = (p.stdout + p.stderr).strip().splitlines()
+                ok = p.returncode == 0
+                failures += not ok
+                print("[%s %s] %s  %s" % (tag, b, "ok  " if ok else "FAIL",
+                                           tail[-1] if tail else ""), flush=True)
+                if not ok:
+                    print("\n".join(tail[-60:]))
     print("%d failed" % failures)
     return 1 if failures else 0
 

@@ -1,0 +1,511 @@
+"""Per-config access counts for the timing model, fast: a versioned cache and a closed form.
+
+The timing model needs, per config, the counts of one interior block in one steady-state K tile
+(:class:`model.simulate.BlockIteration`: global requests, sectors and 128-byte lines, shared-memory
+instructions and wavefronts, FFMAs, barriers, ...), which :func:`model.simulate.simulate` produces by
+enumerating every warp's addresses at a small *probe* size (:func:`probe_size`) - about 5 ms a config.
+:func:`steady_counts` is the one function the timing model asks instead. It answers from
+
+1. the **cache** ``model/data/counts/counts.json``: the simulator's own counts of every shipped config
+   (the compiler-facts configs and every config in a shipped sweep), written by
+   ``python -m model.counts --ship``. The file records a digest of ``model/simulate.py``'s source and
+   of the sm_90 compiler facts (which set the shared-load widths, ``plan="sass"``); when either has
+   changed the file is **stale**: it is not used (a warning says so once) and the counts are
+   recomputed;
+2. the **closed form** (:func:`closed_form_counts`) for any other config: the same index maps as the
+   simulator's kernel descriptions, but per config only the interior class of the probe is counted,
+   and every address-dependent count (sectors, 128-byte lines, shared wavefronts) is computed with the
+   simulator's own warp-level primitives on the smallest set of addresses it depends on (a tile-load
+   pattern is shared by every config with the same tile shape and thread count; a shared-load pattern
+   by every config with the same lane-to-address map), memoised, so a space of 10,000 configs costs a
+   few hundred small enumerations. Everything else (requests, instructions, FFMAs, barriers, the
+   integer estimate) is arithmetic over the config's geometry. ``tests/test_counts.py`` checks that
+   the closed form equals the simulator exactly for every shipped config; the cache records the
+   simulator digest the closed form was checked against, and when the simulator has changed since,
+   the closed form is not trusted either: counts then come from the simulator itself (slow, exact)
+   until ``python -m model.counts --ship`` has re-checked and rewritten the cache.
+
+    >>> from model.counts import steady_counts
+    >>> steady_counts(cfg).lds_wavefronts
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import sys
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .registry import WARP_SIZE, KernelConfig, geometry
+
+__all__ = ["COUNTS_FILE", "CountsCache", "probe_size", "steady_counts", "closed_form_counts",
+           "simulated_counts", "simulator_digest", "shipped_configs", "ship"]
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+COUNTS_FILE = DATA_DIR / "counts" / "counts.json"
+SIMULATOR_FILE = Path(__file__).resolve().parent / "simulate.py"
+PLAN_FACTS_FILE = DATA_DIR / "compiler_facts" / "sm_90.json"   # sass_plan() reads sm_90 facts
+SCHEMA = "gemmscope.counts"
+SCHEMA_VERSION = 1
+SECTOR_WORDS = 8
+LINE_WORDS = 32
+CLOSED_FORM_RUNGS = frozenset({1, 2, 3, 4, 5, 6})
+"""Rungs whose index maps the closed form mirrors; any other rung is counted by the simulator itself."""
+
+
+def probe_size(cfg: KernelConfig) -> tuple[int, int, int]:
+    """The size whose interior block gives the steady-state counts: two tiles per dimension and a K
+    long enough that rows of A lie in different 128-byte lines (as at any real size)."""
+    g = geometry(cfg)
+    return (2 * g.BM, 2 * g.BN, max(64, 4 * g.BK))
+
+
+def simulated_counts(cfg: KernelConfig):
+    """The simulator's counts (the reference; ~5 ms a config)."""
+    from .simulate import simulate
+    return simulate(cfg, *probe_size(cfg), plan="sass").per_block_iteration
+
+
+# ==================================================================================================
+# Versioning and the cache file
+# ==================================================================================================
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.exists() else "missing"
+
+
+@functools.lru_cache(maxsize=None)
+def simulator_digest() -> str:
+    """Digest of what the counts are a function of: model/simulate.py and the sm_90 compiler facts."""
+    return f"sim-{_digest(SIMULATOR_FILE)}-facts-{_digest(PLAN_FACTS_FILE)}"
+
+
+class _LazyCounts(Mapping):
+    """{config key: BlockIteration}, each built from the file's JSON on first use."""
+
+    def __init__(self, raw: dict) -> None:
+        self._raw, self._done = raw, {}
+
+    def __getitem__(self, key: str):
+        hit = self._done.get(key)
+        if hit is None:
+            from .simulate import BlockIteration
+            hit = self._done[key] = BlockIteration(**self._raw[key])
+        return hit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+
+class CountsCache:
+    """The counts of a cache file, usable only when its digest equals :func:`simulator_digest`."""
+
+    def __init__(self, path: Path = COUNTS_FILE) -> None:
+        self.path = Path(path)
+        self.counts: Mapping[str, object] = {}
+        self.digest: str | None = None
+        self.closed_form_checked = False
+        self.stale_reason: str | None = None
+        if not self.path.exists():
+            self.stale_reason = f"{self.path} not found"
+            return
+        d = json.loads(self.path.read_text())
+        if d.get("schema") != SCHEMA or d.get("schema_version") != SCHEMA_VERSION:
+            self.stale_reason = f"{self.path}: schema {d.get('schema')!r} v{d.get('schema_version')} not {SCHEMA} v{SCHEMA_VERSION}"
+            return
+        self.digest = d.get("digest")
+        if self.digest != simulator_digest():
+            self.stale_reason = (f"{self.path} was made for {self.digest}, the simulator / sm_90 facts are now "
+                                 f"{simulator_digest()}")
+            return
+        self.counts = _LazyCounts(d["counts"])
+        self.closed_form_checked = bool(d.get("closed_form_checked"))
+
+    @property
+    def fresh(self) -> bool:
+        return self.stale_reason is None
+
+
+@functools.lru_cache(maxsize=None)
+def _cache(path: str = str(COUNTS_FILE)) -> CountsCache:
+    c = CountsCache(Path(path))
+    if not c.fresh:
+        warnings.warn(f"counts cache not used: {c.stale_reason}; counts are recomputed "
+                      "(refresh with: python -m model.counts --ship)", stacklevel=3)
+    return c
+
+
+def steady_counts(cfg: KernelConfig, cache_path: str | Path | None = None):
+    """The :class:`~model.simulate.BlockIteration` of ``cfg`` (one interior block, one steady K tile,
+    ``plan="sass"``): from the fresh cache, else the closed form when it was checked against the
+    current simulator, else the simulator itself."""
+    c = _cache(str(cache_path or COUNTS_FILE))
+    key = cfg.key
+    if key in c.counts:
+        return c.counts[key]
+    if c.fresh and c.closed_form_checked and cfg.rung in CLOSED_FORM_RUNGS:
+        return closed_form_counts(cfg)
+    return simulated_counts(cfg)
+
+
+def clear_caches() -> None:
+    """Forget the loaded cache file and memoised patterns (tests, benchmarks)."""
+    _cache.cache_clear()
+    simulator_digest.cache_clear()
+    for f in (_tile_load, _c_store, _sts_linear, _sts_transposed, _residues, closed_form_counts):
+        f.cache_clear()
+    _LDS_CONF.clear()
+
+
+# ==================================================================================================
+# Closed form
+# ==================================================================================================
+
+
+def _lanes(threads: int):
+    tpad = -(-threads // WARP_SIZE) * WARP_SIZE
+    tid = np.arange(tpad, dtype=np.int64)
+    return tid, tid < threads, tpad
+
+
+def _mode_residue(dims: Sequence[Sequence[tuple[int, int]]]) -> int:
+    """The most common tile-origin residue mod 8 over the interior (block, tile) pairs, ties to the
+    smallest (as :func:`model.simulate.simulate` picks its interior representative). ``dims``: per
+    dimension, (residue, count) of the tiles that count as interior."""
+    hist = np.zeros(SECTOR_WORDS, dtype=np.int64)
+    acc = {0: 1}
+    for d in dims:
+        nxt: dict[int, int] = {}
+        for r0, c0 in acc.items():
+            for r, c in d:
+                k = (r0 + r) % SECTOR_WORDS
+                nxt[k] = nxt.get(k, 0) + c0 * c
+        acc = nxt
+    for k, v in acc.items():
+        hist[k] += v
+    return int(np.argmax(hist))     # argmax returns the first (smallest residue) of equal counts
+
+
+def _dim(starts: Sequence[int], coef: int, full: Sequence[bool] | None = None) -> list[tuple[int, int]]:
+    out: dict[int, int] = {}
+    for i, s in enumerate(starts):
+        if full is not None and not full[i]:
+            continue
+        r = (s % SECTOR_WORDS) * (coef % SECTOR_WORDS) % SECTOR_WORDS
+        out[r] = out.get(r, 0) + 1
+    return list(out.items())
+
+
+@functools.lru_cache(maxsize=None)
+def _residues(naive: bool, BM: int, BN: int, BK: int) -> dict[str, int]:
+    """Interior residue of the A, B (per K tile) and C (per block) origins at the probe size."""
+    N, K = 2 * BN, max(64, 4 * BK)      # probe_size: M = 2 BM (its residues do not depend on M)
+    kt = 1 if naive else BK
+    T = -(-K // kt)
+    ms, ns = [0, BM], [0, BN]
+    ks = [t * kt for t in range(T)]
+    kfull = [s + kt <= K for s in ks]
+    if naive:   # A and B depend on m, n only: every k step counts as interior
+        a = _mode_residue([_dim(ms, K), _dim(ns, 0), _dim(ks, 1)])
+        b = _mode_residue([_dim(ms, 0), _dim(ns, 1), _dim(ks, N)])
+    else:
+        a = _mode_residue([_dim(ms, K), _dim(ns, 0), _dim(ks, 1, kfull)])
+        b = _mode_residue([_dim(ms, 0), _dim(ns, 1), _dim(ks, N, kfull)])
+    c = _mode_residue([_dim(ms, N), _dim(ns, 1)])
+    return {"A": a, "B": b, "C": c}
+
+
+def _global_counts(off: np.ndarray, act: np.ndarray, width: int) -> tuple[int, int, int, int]:
+    from .simulate import global_lines, global_requests_sectors
+    off = off.reshape(-1, WARP_SIZE)
+    act = act.reshape(-1, WARP_SIZE)
+    req, sec = global_requests_sectors(off, act)
+    return int(req.sum()), int(sec.sum()), int(global_lines(off, act).sum()), int(act.sum()) * width * 4
+
+
+@functools.lru_cache(maxsize=None)
+def _tile_load(threads: int, rows: int, row_len: int, vec: int, ld: int, rho: int) -> tuple[int, int, int, int]:
+    """(requests, sectors, lines, bytes) of one interior tile load ``for i = tid; i < rows*row_len;
+    i += threads``: element i at ``(i // row_len) * ld + vec * (i % row_len) + rho`` (floats), ``vec``
+    floats per lane (1: LDG, 4: LDG.128)."""
+    tid, real, tpad = _lanes(threads)
+    n = rows * row_len
+    i = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
+    act = real[None, :] & (i < n)
+    off = (i // row_len) * ld + vec * (i % row_len) + rho
+    return _global_counts(off, act, vec)
+
+
+@functools.lru_cache(maxsize=None)
+def _c_store(rung: int, BM: int, BN: int, TM: int, TN: int, threads: int, N: int, rho: int, bx: int,
+             coalesced: int) -> tuple[int, int]:
+    """(requests, sectors) of one interior block's C stores."""
+    tid, real, tpad = _lanes(threads)
+    if rung == 1:
+        tx, ty = tid % bx, tid // bx
+        row, col = (ty, tx) if coalesced else (tx, ty)
+        off, act, w = (row * N + col)[None], real[None], 1
+    elif rung == 2:
+        ty, tx = tid // BN, tid % BN
+        off, act, w = (ty * N + tx)[None], real[None], 1
+    elif rung == 3:
+        tc, tr = tid % BN, tid // BN
+        i = np.arange(TM, dtype=np.int64)[:, None]
+        off, act, w = (tr[None] * TM + i) * N + tc[None], np.broadcast_to(real[None], (TM, tpad)), 1
+    elif rung == 4:
+        tx, ty = tid % (BN // TN), tid // (BN // TN)
+        i = np.repeat(np.arange(TM, dtype=np.int64), TN)[:, None]
+        j = np.tile(np.arange(TN, dtype=np.int64), TM)[:, None]
+        off = (ty[None] * TM + i) * N + tx[None] * TN + j
+        act, w = np.broadcast_to(real[None], off.shape), 1
+    else:
+        tx, ty = tid % (BN // TN), tid // (BN // TN)
+        i = np.repeat(np.arange(TM, dtype=np.int64), TN // 4)[:, None]
+        j = np.tile(np.arange(0, TN, 4, dtype=np.int64), TM)[:, None]
+        off = (ty[None] * TM + i) * N + tx[None] * TN + j
+        act, w = np.broadcast_to(real[None], off.shape), 4
+    r, s, _, _ = _global_counts(off + rho, act, w)
+    return r, s
+
+
+def _sts_rows(width: int, addr: np.ndarray, act: np.ndarray) -> tuple[int, int, int]:
+    from .simulate import shared_wavefronts
+    a, m = addr.reshape(-1, WARP_SIZE), act.reshape(-1, WARP_SIZE)
+    wf, ideal = shared_wavefronts(a, m, width, "st")
+    return int(m.any(axis=1).sum()), int(wf.sum()), int((wf - ideal).sum())
+
+
+@functools.lru_cache(maxsize=None)
+def _sts_linear(threads: int, n: int, width: int, base: int) -> tuple[int, int, int]:
+    """(instructions, wavefronts, conflicts) of a linear tile store ``S[base + width*i] = ..`` for
+    ``i = tid; i < n; i += threads`` (scalar As/Bs of rungs 02-04, the STS.128 of Bs in rungs 05/06)."""
+    tid, real, tpad = _lanes(threads)
+    i = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
+    return _sts_rows(width, base + width * i, real[None, :] & (i < n))
+
+
+@functools.lru_cache(maxsize=None)
+def _sts_transposed(threads: int, BM: int, BK: int) -> tuple[int, int, int]:
+    """The same for rungs 05/06's transposed A store: AsT[(c+e)*BM + r] = v.e, 4 scalar STS per slot."""
+    tid, real, tpad = _lanes(threads)
+    A4 = BM * BK // 4
+    ia = tid[None, :] + threads * np.arange(-(-A4 // threads), dtype=np.int64)[:, None]
+    in_a = real[None, :] & (ia < A4)
+    ra, ca = ia // (BK // 4), 4 * (ia % (BK // 4))
+    e4 = np.arange(4, dtype=np.int64)
+    sts_a = ((ca[:, None, :] + e4[None, :, None]) * BM + ra[:, None, :]).reshape(-1, tpad)
+    act_a = np.broadcast_to(in_a[:, None, :], (in_a.shape[0], 4, tpad)).reshape(-1, tpad)
+    return _sts_rows(1, sts_a, act_a)
+
+
+def _sts_pattern(kind: str, threads: int, BM: int, BK: int, BN: int) -> tuple[int, int, int]:
+    """(instructions, wavefronts, bank conflicts) of one block's shared stores of a K tile."""
+    if kind == "scalar":     # As[i] = ..., Bs[BM*BK + i] = ... (linear loops, scalar STS)
+        parts = (_sts_linear(threads, BM * BK, 1, 0), _sts_linear(threads, BK * BN, 1, (BM * BK) % LINE_WORDS))
+    else:                    # AsT transposed (scalar STS); Bs[BM*BK + 4i] = v (STS.128)
+        parts = (_sts_transposed(threads, BM, BK),
+                 _sts_linear(threads, BK * BN // 4, 4, (BM * BK) % LINE_WORDS))
+    return tuple(a + b for a, b in zip(*parts))
+
+
+def _lds_bank(threads: int, div: int, mul_q: int, mul_r: int, off: int, width: int) -> tuple[int, int, int]:
+    """(instructions, wavefronts, conflicts) of one shared load pattern (see :func:`_lds_pattern`)."""
+    from .simulate import shared_wavefronts
+    key = (threads, div, mul_q, mul_r, off % LINE_WORDS, width)
+    hit = _LDS_CONF.get(key)
+    if hit is None:
+        tid, real, tpad = _lanes(threads)
+        addr = off % LINE_WORDS + mul_q * (tid // div) + mul_r * (tid % div)
+        a, m = addr.reshape(-1, WARP_SIZE), real.reshape(-1, WARP_SIZE)
+        wf, ideal = shared_wavefronts(a, m, width, "ld")
+        hit = (int(m.any(axis=1).sum()), int(wf.sum()), int((wf - ideal).sum()))
+        _LDS_CONF[key] = hit
+    return hit
+
+
+_LDS_CONF: dict[tuple, tuple[int, int, int]] = {}
+
+
+@functools.lru_cache(maxsize=None)
+def closed_form_counts(cfg: KernelConfig):
+    """The simulator's :class:`~model.simulate.BlockIteration` of ``cfg`` at :func:`probe_size` with
+    ``plan="sass"``, without simulating every warp (see the module doc). Equal to
+    :func:`simulated_counts` for every shipped config (``tests/test_counts.py``)."""
+    from .errors import ConfigError
+    from .simulate import BlockIteration, _runs, resolve_plan
+
+    r = cfg.rung
+    if r not in CLOSED_FORM_RUNGS:
+        raise ConfigError(f"no closed form for rung {r:02d} (rungs {sorted(CLOSED_FORM_RUNGS)}): "
+                          "model.counts.simulated_counts counts it", limit="rung")
+    g = geometry(cfg)
+    N, K = 2 * g.BN, max(64, 4 * g.BK)     # probe_size(cfg) (M = 2 BM)
+    NT = g.threads
+    warps = -(-NT // WARP_SIZE)
+    rho = _residues(r == 1, g.BM, g.BN, g.BK)
+    BM, BN, BK, TM, TN = g.BM, g.BN, g.BK, g.TM, g.TN
+    if r == 1:
+        p = cfg.p
+        bx, co = p["BX"], p["COALESCED"]
+        tid, real, tpad = _lanes(NT)
+        tx, ty = tid % bx, tid // bx
+        row, col = (ty, tx) if co else (tx, ty)
+        a = _global_counts(row * K + rho["A"], real, 1)
+        b = _global_counts(col + rho["B"], real, 1)
+        gst = _c_store(1, BM, BN, 1, 1, NT, N, rho["C"], bx, co)
+        return BlockIteration(
+            warps=warps, threads=NT, gld_requests=a[0] + b[0], gld_sectors=a[1] + b[1],
+            global_load_bytes_requested=a[3] + b[3], gld_lines=a[2] + b[2],
+            lds_instructions=0, lds_wavefronts=0, lds_bank_conflicts=0,
+            sts_instructions=0, sts_wavefronts=0, sts_bank_conflicts=0,
+            ffma_thread=NT, ffma_warp=warps, bar_warp=0, int_warp_est=warps * 4,
+            gst_requests=gst[0], gst_sectors=gst[1])
+    plan = resolve_plan(cfg, "sass")
+    ru = _runs(cfg)
+    per = plan.per_tile(ru)
+    if r in (2, 3, 4):
+        a = _tile_load(NT, BM, BK, 1, K, rho["A"])
+        b = _tile_load(NT, BK, BN, 1, N, rho["B"])
+        sts = _sts_pattern("scalar", NT, BM, BK, BN)
+        a_it, b_it = -(-BM * BK // NT), -(-BK * BN // NT)
+        ldg_slots, sts_slots = a_it + b_it, a_it + b_it
+        if r == 2:      # As[ty*BK + kk], Bs[BM*BK + kk*BN + tx], ty = tid // BN
+            pa, pb = (BN, BK, 0, 0), (BN, 0, 1, BM * BK)
+        elif r == 3:    # As[(tr*TM + i)*BK + kk], Bs[BM*BK + kk*BN + tc], tr = tid // BN
+            pa, pb = (BN, TM * BK, 0, 0), (BN, 0, 1, BM * BK)
+        else:           # As[(ty*TM + i)*BK + kk], Bs[BM*BK + kk*BN + tx*TN + j], ty = tid // (BN/TN)
+            pa, pb = (BN // TN, TM * BK, 0, 0), (BN // TN, 0, TN, BM * BK)
+        bars = warps * 2
+    else:
+        a = _tile_load(NT, BM, BK // 4, 4, K, rho["A"])
+        b = _tile_load(NT, BK, BN // 4, 4, N, rho["B"])
+        sts = _sts_pattern("float4", NT, BM, BK, BN)
+        A4, B4 = BM * BK // 4, BK * BN // 4
+        slots = -(-A4 // NT) + -(-B4 // NT)
+        ldg_slots, sts_slots = 5 * slots, 4 * -(-A4 // NT) + -(-B4 // NT)
+        # AsT[kk*BM + ty*TM + i], Bs[BM*BK + kk*BN + tx*TN + j], ty = tid // (BN/TN)
+        pa, pb = (BN // TN, TM, 0, 0), (BN // TN, 0, TN, BM * BK)
+        bars = warps * 2 if r == 5 else warps
+    lds_i = lds_w = lds_c = 0
+    for (div, mq, mr, off), h in ((pa, per["A"]), (pb, per["B"])):
+        for w, n in sorted(h.items()):
+            if not n:
+                continue
+            i_, w_, c_ = _lds_bank(NT, div, mq, mr, off, w)
+            lds_i += n * i_
+            lds_w += n * w_
+            lds_c += n * c_
+    gst = _c_store(r, BM, BN, TM, TN, NT, N, rho["C"], 0, 0)
+    ffma = BK * TM * TN
+    return BlockIteration(
+        warps=warps, threads=NT, gld_requests=a[0] + b[0], gld_sectors=a[1] + b[1],
+        global_load_bytes_requested=a[3] + b[3], gld_lines=a[2] + b[2],
+        lds_instructions=lds_i, lds_wavefronts=lds_w, lds_bank_conflicts=lds_c,
+        sts_instructions=sts[0], sts_wavefronts=sts[1], sts_bank_conflicts=sts[2],
+        ffma_thread=NT * ffma, ffma_warp=warps * ffma, bar_warp=bars,
+        int_warp_est=warps * (5 + 3 * ldg_slots + sts_slots),
+        gst_requests=gst[0], gst_sectors=gst[1])
+
+
+def counts_array(cfgs: Sequence[KernelConfig], fields_: Sequence[str] = ("warps", "gld_lines", "lds_wavefronts",
+                                                                          "sts_wavefronts"),
+                 cache_path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """{field: array over ``cfgs``} of :func:`steady_counts` (numpy columns for vectorised models)."""
+    rows = [steady_counts(c, cache_path) for c in cfgs]
+    return {f: np.array([getattr(b, f) for b in rows], dtype=np.float64) for f in fields_}
+
+
+# ==================================================================================================
+# Shipping the cache
+# ==================================================================================================
+
+
+def shipped_configs() -> list[KernelConfig]:
+    """Every config the project ships data for: the sm_90 compiler facts, the configs of every shipped
+    sweep (on the H200) and of every shipped results file (rung 00 excluded)."""
+    from .facts import available_archs, load_facts
+    keys: dict[str, None] = {}
+    for arch in available_archs():
+        keys.update(dict.fromkeys(load_facts(arch)))
+    root = Path(__file__).resolve().parent.parent
+    for p in sorted((root / "experiments" / "results").glob("*/*.jsonl")):
+        for line in p.read_text().splitlines():
+            if '"config_key"' in line:
+                try:
+                    keys.setdefault(json.loads(line)["config_key"], None)
+                except (ValueError, KeyError):
+                    pass
+    try:
+        from experiments.sweep import load_sweep, sweep_names
+        from .spec import load_gpu
+        h200 = load_gpu("h200")
+        for name in sweep_names():
+            for t in load_sweep(name).tasks(h200)[0]:
+                keys.setdefault(t.config.key, None)
+    except ImportError:     # the model alone, without experiments/
+        pass
+    out = []
+    for k in keys:
+        try:
+            c = KernelConfig.parse(k)
+        except Exception:  # noqa: BLE001 - a foreign key in some file: not ours to count
+            continue
+        if c.rung != 0:
+            out.append(c)
+    return out
+
+
+def ship(path: Path = COUNTS_FILE, cfgs: Sequence[KernelConfig] | None = None,
+         log=lambda s: print(s, file=sys.stderr)) -> dict:
+    """Simulate every shipped config, check the closed form against it, write the cache file."""
+    cfgs = list(cfgs if cfgs is not None else shipped_configs())
+    counts, mismatch = {}, []
+    for i, c in enumerate(cfgs):
+        sim = simulated_counts(c)
+        counts[c.key] = asdict(sim)
+        if c.rung in CLOSED_FORM_RUNGS and closed_form_counts(c) != sim:
+            mismatch.append(c.key)
+        if (i + 1) % 200 == 0:
+            log(f"{i + 1}/{len(cfgs)} configs simulated")
+    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "digest": simulator_digest(),
+           "probe": "M = 2 BM, N = 2 BN, K = max(64, 4 BK); plan = 'sass'",
+           "generator": "python -m model.counts --ship",
+           "closed_form_checked": not mismatch, "closed_form_mismatches": mismatch,
+           "counts": dict(sorted(counts.items()))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n")
+    log(f"wrote {path}: {len(counts)} configs, digest {doc['digest']}, closed form "
+        + ("equals the simulator on all" if not mismatch else f"DIFFERS on {len(mismatch)}: {mismatch[:5]}"))
+    return doc
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m model.counts", description=__doc__.splitlines()[0])
+    ap.add_argument("--ship", action="store_true", help="simulate every shipped config and write the cache")
+    ap.add_argument("--check", action="store_true", help="say whether the shipped cache is fresh")
+    ap.add_argument("--out", type=Path, default=COUNTS_FILE)
+    a = ap.parse_args(argv)
+    if a.ship:
+        doc = ship(a.out)
+        return 0 if doc["closed_form_checked"] else 1
+    c = CountsCache(a.out)
+    print(f"{a.out}: " + ("fresh" if c.fresh else f"STALE ({c.stale_reason})")
+          + (f", {len(c.counts)} configs, closed form checked: {c.closed_form_checked}" if c.fresh else ""))
+    return 0 if c.fresh else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""experiments/microbench.py without a GPU: the [timing] TOML emitter round-trips through the spec loader,
+stored results rebuild their table, bad command lines exit 2 before any work."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from experiments import microbench as mb
+from model.spec import GPU_DIR, TIMING_REQUIRED, load_gpu, parse_gpu
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC_4060 = (GPU_DIR / "rtx4060.toml").read_text(encoding="utf-8").split("\n[timing]")[0]
+
+# what microbench.run would report on an RTX 4060 (plausible numbers; not a measurement)
+PARAMS = {
+    "sustained_clock_hz": 2.61e9,
+    "l1_latency_cycles": 41.3,
+    "shared_latency_cycles": 29.9,
+    "l2_latency_cycles": 251.2,
+    "dram_latency_cycles": 612.7,
+    "shared_bandwidth_bytes_per_s": 7.81e12,
+    "l2_bandwidth_bytes_per_s": 1.71e12,
+    "dram_read_bandwidth_bytes_per_s": 2.51e11,
+    "dram_copy_bandwidth_bytes_per_s": 2.38e11,
+    "launch_overhead_s": 2.9e-6,
+    "fp32_flop_per_s": 1.55e13,
+    "ffma_latency_cycles": 4.02,
+}
+
+
+def with_timing(toml_block: str) -> dict:
+    return tomllib.loads(SPEC_4060.rstrip("\n") + "\n\n" + toml_block)
+
+
+def test_methods_cover_every_timing_field() -> None:
+    assert set(mb.METHODS) == set(mb.TIMING_KEYS)
+    assert set(TIMING_REQUIRED) <= set(mb.TIMING_KEYS)
+
+
+def test_toml_round_trips_through_the_loader() -> None:
+    name = 'NVIDIA GeForce RTX 4060 "test" \\ bench'     # quotes and backslashes must be escaped
+    block = mb.timing_toml(PARAMS, name, "2026-11-30")
+    assert block.startswith("[timing]")
+    spec = parse_gpu(with_timing(block), "roundtrip.toml")
+    assert spec.missing_timing == ()
+    assert set(spec.timing) == set(PARAMS)
+    for k, v in PARAMS.items():
+        assert spec.timing[k] == pytest.approx(v, rel=1e-6), k
+        src = spec.sources[f"timing.{k}"]
+        assert src.startswith(f"experiments/microbench.py on {name}, 2026-11-30: "), src
+        assert src.endswith(mb.METHODS[k])
+
+
+def test_toml_keeps_the_field_order_and_skips_unknown_and_invalid() -> None:
+    params = dict(PARAMS, l2_read_buffer_bytes=8 << 20, dram_latency_cycles=float("nan"))
+    block = mb.timing_toml(params, "GPU", "2026-11-30")
+    keys = [line.split(" = ")[0] for line in block.splitlines() if " = {" in line]
+    assert keys == [k for k in mb.TIMING_KEYS if k != "dram_latency_cycles"]
+    assert "l2_read_buffer_bytes" not in block
+    assert "# dram_latency_cycles: no valid measurement" in block
+    spec = parse_gpu(with_timing(block), "partial.toml")
+    assert spec.missing_timing == ("dram_latency_cycles",)
+
+
+def test_number_format_is_valid_toml() -> None:
+    for x in (1, 2.0, 1.98e9, 3.2e-6, 123456789.0, 4.14):
+        text = mb._toml_number(x)
+        assert tomllib.loads(f"x = {text}")["x"] == pytest.approx(float(x), rel=5e-6)   # 6 significant digits
+        assert isinstance(tomllib.loads(f"x = {text}")["x"], float)
+    for bad in (float("nan"), float("inf"), True, "3"):
+        with pytest.raises(ValueError):
+            mb._toml_number(bad)  # type: ignore[arg-type]
+
+
+def test_check_against_spec_reports_an_implausible_measurement(tmp_path: Path) -> None:
+    spec_path = tmp_path / "rtx4060.toml"
+    spec_path.write_text(SPEC_4060, encoding="utf-8")
+    assert mb.check_against_spec(mb.timing_toml(PARAMS, "GPU", "2026-11-30"), spec_path) is None
+    # a DRAM chase that hit L2 (the bug of the first version) is caught
+    bad = dict(PARAMS, dram_latency_cycles=PARAMS["l2_latency_cycles"] - 5)
+    msg = mb.check_against_spec(mb.timing_toml(bad, "GPU", "2026-11-30"), spec_path)
+    assert msg is not None and "timing.dram_latency_cycles" in msg
+    assert mb.check_against_spec("[timing]\n", None) is None
+
+
+def test_shipped_h200_json_rebuilds_its_table() -> None:
+    # the shipped [timing] table is the one written by the 2026-11-30 run
+    stored = json.loads((REPO / "experiments/results/h200/microbench-2026-11-30.json").read_text())
+    block = mb.toml_from_result(stored)
+    data = tomllib.loads((GPU_DIR / "h200.toml").read_text(encoding="utf-8"))
+    data["timing"] = tomllib.loads(block)["timing"]
+    spec = parse_gpu(data, "h200 with the rebuilt table")
+    shipped = load_gpu("h200").timing
+    assert spec.missing_timing == ()
+    assert set(spec.timing) == set(shipped)
+    for k, v in spec.timing.items():
+        assert v == pytest.approx(shipped[k], rel=2e-3), k
+
+
+def test_from_json_writes_the_table(tmp_path: Path) -> None:
+    out = tmp_path / "t.toml"
+    rc = mb.main(["--from-json", str(REPO / "experiments/results/h200/microbench.json"), "--toml", str(out)])
+    assert rc == 0 and tomllib.loads(out.read_text())["timing"]["l2_latency_cycles"]["value"] == pytest.approx(287.78,
+                                                                                                            rel=1e-4)
+
+
+def test_result_json_of_this_version_rebuilds_with_its_methods(tmp_path: Path) -> None:
+    result = {"schema": mb.SCHEMA, "schema_version": mb.SCHEMA_VERSION, "date": "2026-11-30T14:00:00+00:00",
+              "device": {"name": "NVIDIA GeForce RTX 4060"}, "parameters": PARAMS,
+              "methods": {k: mb.METHODS[k] for k in PARAMS}}
+    block = mb.toml_from_result(result)
+    spec = parse_gpu(with_timing(block), "x.toml")
+    assert spec.sources["timing.dram_latency_cycles"] == mb.source_text(
+        "NVIDIA GeForce RTX 4060", "2026-11-30T14:00:00+00:00", mb.METHODS["dram_latency_cycles"])
+
+
+@pytest.mark.parametrize("flag", ["--out", "--toml"])
+def test_refuses_to_overwrite_before_any_work(tmp_path: Path, flag: str, capsys) -> None:
+    existing = tmp_path / "old.json"
+    existing.write_text("{}")
+    assert mb.main([flag, str(existing)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already exists" in err and str(existing) in err
+    assert existing.read_text() == "{}"
+
+
+def test_bad_paths_exit_2(tmp_path: Path, capsys) -> None:
+    assert mb.main(["--out", str(tmp_path / "no" / "dir.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert mb.main(["--from-json", str(tmp_path / "missing.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert mb.main(["--from-json", str(bad)]) == 2
+    assert "not JSON" in capsys.readouterr().err
+
+
+def test_no_gpu_exits_2_with_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    import gpu.device
+
+    monkeypatch.setattr(gpu.device, "gpu_available", lambda: (False, "cupy cannot be imported (test)"))
+    assert mb.main(["--out", str(tmp_path / "m.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "microbench: no usable CUDA GPU: cupy cannot be imported (test)"
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_cuda_source_compiles_for_every_shipped_arch() -> None:
+    """NVRTC from PyPI (requirements-facts.txt) compiles the microbenchmarks on the CPU; skipped without it."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (requirements-facts.txt) not installed")
+    from tools.compiler_facts import _check, _nvrtc
+
+    nv = _nvrtc()
+    for arch in sorted({load_gpu(k).arch for k in ("a100", "rtx3090", "rtx4060", "h200")}):
+        prog = _check(nv.nvrtcCreateProgram(mb.SRC.encode(), b"microbench.cu", 0, [], []), "create")
+        try:
+            opts = [b"-std=c++17", f"-arch={arch}".encode()]
+            (err,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
+            n = _check(nv.nvrtcGetProgramLogSize(prog), "log size")
+            log = b" " * n
+            nv.nvrtcGetProgramLog(prog, log)
+            assert int(err) == 0, f"{arch}: {log.decode(errors='replace')}"
+        finally:
+            nv.nvrtcDestroyProgram(prog)
+
+
+def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
+    """The DRAM chase (numpy stands in for cupy): one line per 4 KiB page, one cycle, so the 4096 timed steps of
+    microbench never revisit a line (every step misses L2 after the flush)."""
+    import numpy as np
+
+    pages = (32 << 20) // 4096
+    nxt, start = mb._chain(np, pages, 1024, (32 << 20) // 4, jitter_elems=1024, seed=2)
+    j, seen = start, []
+    for _ in range(pages):
+        seen.append(j)
+        j = int(nxt[j])
+    assert j == start                                   # a single cycle ...
+    assert len({s // 1024 for s in seen}) == pages      # ... through every 4 KiB page once
+    assert all(s % 32 == 0 for s in seen)               # line-aligned (128 B = 32 uint32)
+    assert len({(s % 1024) for s in seen}) > 16         # lines at varied offsets within the page
+    assert pages > 16 + mb.STEPS                        # warm-up + timed steps fit in one pass
+    # the L2 chain: consecutive lines of a region, random order, one cycle
+    nxt, start = mb._chain(np, 1000, 32, 32000, seed=4)
+    j, n = int(nxt[start]), 1
+    while j != start:
+        j, n = int(nxt[j]), n + 1
+    assert n == 1000
