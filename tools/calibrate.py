@@ -13,7 +13,6 @@ reports is cross-validated. Never calibrate on another GPU's published data or o
 """
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import sys
@@ -70,12 +69,9 @@ def loro_stats(rows, pred_s) -> dict:
 
 
 def main(argv=None) -> int:
-    import numpy as np
-
-    from analysis.data import latest, load, resolve_gpu, scored
+    from analysis.cli import Parser, run
     from model import timing
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(prog="python -m tools.calibrate", description=__doc__.split("\n\n")[0])
     ap.add_argument("data", nargs="*", help="JSON Lines files or folders (default: experiments/results/h200)")
     ap.add_argument("--write", action="store_true", help=f"write the calibration (default file: {timing.CALIBRATION_FILE})")
     ap.add_argument("--out", default=None, help="where to write the calibration (implies --write)")
@@ -83,10 +79,20 @@ def main(argv=None) -> int:
     ap.add_argument("--traced-only", action="store_true",
                     help="only rows whose configs have a main-loop trace in the compiler facts")
     args = ap.parse_args(argv)
+    return run(lambda: _calibrate(args))
+
+
+def _calibrate(args) -> int:
+    import numpy as np
+
+    from analysis.cli import BadInput, input_files, output_file
+    from analysis.data import latest, load, resolve_gpu, scored
+    from model import timing
+    input_files(args.data)
+    out_file = output_file(args.out, (".json",), "--out") if args.out else None
     rows = calibration_rows(scored(latest(load(args.data or None))), args.traced_only)
     if not rows:
-        print("no measured rows to calibrate on", file=sys.stderr)
-        return 2
+        raise BadInput(f"no verified measurement rows to calibrate on in {', '.join(args.data) or 'the default data'}")
     gpu = resolve_gpu(rows[0].device)
     if any(resolve_gpu(r.device).key != gpu.key for r in rows):
         print("calibrate: rows of more than one GPU; calibrate on one GPU's data", file=sys.stderr)
@@ -118,7 +124,7 @@ def main(argv=None) -> int:
             print(f"  rung {q:02d}: {int((rung == q).sum()):5d} rows, held-out MAPE {100 * m:5.1f} %  "
                   f"(fit without it: p {p.p:.2f}, latency_scale {p.latency_scale:.2f}, spill_overlap {p.spill_overlap:.1f})")
     if args.write or args.out:
-        out_path = Path(args.out) if args.out else timing.CALIBRATION_FILE
+        out_path = Path(out_file) if out_file else timing.CALIBRATION_FILE
         out = {
             "schema": "gemmscope.calibration", "schema_version": 2,
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
