@@ -159,8 +159,6 @@ class BlockIteration:
     int_warp_est: int
     gst_requests: int
     gst_sectors: int
-    gst_lines: int = 0
-    """128-byte lines the interior block's C stores touch (one L1 tag cycle each): its epilogue's cost."""
 
 
 @dataclass(frozen=True)
@@ -1046,7 +1044,7 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
 
     # ---- global ----
     tot = dict(gld_requests=0, gld_sectors=0, gst_requests=0, gst_sectors=0, gld_bytes=0, gst_bytes=0)
-    it = dict(gld_requests=0, gld_sectors=0, gld_bytes=0, gld_lines=0, gst_requests=0, gst_sectors=0, gst_lines=0)
+    it = dict(gld_requests=0, gld_sectors=0, gld_bytes=0, gld_lines=0, gst_requests=0, gst_sectors=0)
     full = (kern.m_tile, kern.n_tile, kern.k_tile)
     for acc in kern.globals:
         classes = _classes(kern, M, N, K, gm, gn, T, acc, coefs[acc.matrix])
@@ -1078,8 +1076,6 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
                     if acc.op == "ld":
                         it["gld_bytes"] += nbytes
                         it["gld_lines"] += int(global_lines(off + rho, act).sum())
-                    else:
-                        it["gst_lines"] += int(global_lines(off + rho, act).sum())
 
     # ---- shared (the same in every block and K tile) ----
     sh = dict(lds_instructions=0, lds_wavefronts=0, lds_bank_conflicts=0,
@@ -1128,7 +1124,7 @@ def simulate(cfg: KernelConfig, M: int, N: int, K: int, plan: "str | LoadPlan | 
         bar_warp=(warps * 2 if cfg.rung in (2, 3, 4, 5) else warps if cfg.rung == 6
                   else warps * kern.per_iteration_bars if kern.per_iteration_bars is not None else 0),
         int_warp_est=(it_ffma_w if cfg.rung == 1 else warps) * int_per,
-        gst_requests=it["gst_requests"], gst_sectors=it["gst_sectors"], gst_lines=it["gst_lines"])
+        gst_requests=it["gst_requests"], gst_sectors=it["gst_sectors"])
     return AccessCounts(
         config_key=cfg.key, M=M, N=N, K=K, plan=lp, blocks=blocks, warps_per_block=warps, k_iterations=T,
         gld_requests=tot["gld_requests"], gld_sectors=tot["gld_sectors"],
@@ -1252,3 +1248,26 @@ def format_diff_table(rows: list, only_bad: bool = False) -> str:
             lines.append(f"{row['config_key']:<34} {size:<16} {d.field:<21} {d.simulated:>15,} {meas:>15} "
                          f"{rel:>13}  {rule}{flag}")
     return "\n".join(lines)
+
+
+# ==================================================================================================
+# Store lines of one block (the timing model's epilogue)
+# ==================================================================================================
+
+
+@functools.lru_cache(maxsize=None)
+def block_store_lines(cfg: KernelConfig) -> int:
+    """128-byte lines that one interior block's C stores touch, summed over its warp-level store
+    instructions: the L1 tag stage handles one line a cycle, so this is the epilogue's cost in cycles (a
+    store whose 32 lanes write 32 rows of C costs 32). Simulated at an interior, sector-aligned probe."""
+    g = geometry(cfg)
+    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
+    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
+    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    total = 0
+    for acc in kern.globals:
+        if acc.op != "st":
+            continue
+        off, act = acc.fn(*full)
+        total += int(global_lines(np.asarray(off).reshape(-1, WARP_SIZE), np.asarray(act).reshape(-1, WARP_SIZE)).sum())
+    return total

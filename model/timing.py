@@ -242,7 +242,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     regs = registers or (f.registers if f is not None else None) or min_registers(g)
     ffma_per_warp_it = b.ffma_warp / max(b.warps, 1)
     store_sectors = float(b.gst_sectors)
-    store_lines = float(getattr(b, "gst_lines", 0) or b.gst_requests)
+    from .simulate import block_store_lines
+    store_lines = float(block_store_lines(cfg))
     if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
         per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
         instr = f.loop_path_instructions * per
