@@ -133,6 +133,9 @@ def cmd_predict(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    if getattr(args, "published", None):
+        from analysis.published import main as published_main
+        return published_main(None if args.published is True else args.published, as_json=args.json)
     input_files(args.data)
     if args.predictions:
         input_files([args.predictions])
@@ -237,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", choices=("timing", "roofline"), default="timing",
                     help="the model scored: timing (default; each rung predicted with parameters calibrated on "
                          "the other rungs) or roofline (the first model)")
+    sp.add_argument("--published", nargs="?", const=True, default=None, metavar="FILE",
+                    help="score the model against a published ladder on another GPU (default file: "
+                         "experiments/published/rtxa6000_siboehm.toml); see analysis/published.py")
     sp.add_argument("--predictions", metavar="FILE", default=None,
                     help="score this predictions file (experiments/predict.py) instead of predicting now")
     sp.set_defaults(func=cmd_compare)

@@ -25,7 +25,6 @@ obtained by evaluating the timing model itself on a one-round problem (see :func
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -84,10 +83,15 @@ def _per_round(gpu, cfg, b: int, prm, registers=None) -> dict:
     from model.timing import rates
     g = geometry(cfg)
     sms = rates(gpu).sms
-    M, N, K = g.BM * sms * b, g.BN, (1 if cfg.rung == 1 else g.BK)
-    r = _evaluate_one(gpu, cfg, M, N, K, prm, registers)
+    from model.timing import profile
+    kt = profile(cfg, gpu.arch, registers).k_tile
+    M, N = g.BM * sms * b, g.BN
+    # one iteration = the difference between two and one K tiles (the prologue and epilogue cancel)
+    r2 = _evaluate_one(gpu, cfg, M, N, 2 * kt, prm, registers)
+    r1 = _evaluate_one(gpu, cfg, M, N, kt, prm, registers)
+    r = {"sm_cycles": float(r2["sm_cycles"]) - float(r1["sm_cycles"])}
     clock = rates(gpu).clock_hz
-    lim = np.asarray(r["limits"], dtype=float) * clock
+    lim = (np.asarray(r2["limits"], dtype=float) - np.asarray(r1["limits"], dtype=float)) * clock
     return {"blocks": int(b), "issue": float(lim[0]), "shared": float(lim[1]), "l1": float(lim[2]),
             "latency": float(lim[3]), "round": float(r["sm_cycles"])}
 
@@ -159,13 +163,14 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     """Plain sentences generated from the numbers: what binds and why (with how one round of the resident
     blocks splits into the SM pipes' work and exposed latency), then how the blocks spread over the SMs.
 
-    ``rnd`` are the model's own per-round cycles (:func:`_per_round`): ``issue``, ``shared``, ``l1`` (b x
-    each block's work), ``latency`` (the round's time beyond b x service: exposed latency) and ``round``."""
+    ``rnd`` are the model's own per-round cycles (:func:`_per_round`): ``issue``, ``shared``, ``l1`` (the
+    resident warps' work), ``latency`` (the round's time beyond it: exposed latency) and ``round``. The bound
+    named is the limit that sets the predicted time: the SM time (then its largest part), L2 or DRAM."""
     from model.registry import geometry
+    from model.timing import _interp_trace
     from model.units import fmt_bytes, fmt_rate, fmt_time
     g = geometry(cfg)
-    naive = cfg.rung == 1
-    step = "k step" if naive else "K tile"
+    step = "k step" if prof.k_tile == 1 else "K tile"
     b_fit = int(ev["blocks_per_sm"])
     b = _resident(ev, gpu)            # blocks of the round that dominates (fewer when they do not fill an SM)
     W = prof.warps
@@ -178,40 +183,34 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
                f"{lim_name} limit)")
     p = prm.p
     exposed = rnd["latency"]
-    service = rnd["round"] - exposed                      # b x (issue^p + shared^p + l1^p)^(1/p)
-    load = prm.latency_scale * rt.l2_latency_cycles * prof.serial_loads
-    ser = f"{prof.serial_loads:g} serial loads x " if prof.serial_loads > 1 else ""
-    load_txt = (f"{_fmt_cycles(load)}-cycle tile load ({ser}{prm.latency_scale:.2f} x the "
-                f"{rt.l2_latency_cycles:.0f}-cycle L2 latency)")
+    service = rnd["round"] - exposed
+    lg = prm.latency_scale * rt.l2_latency_cycles
+    t1 = float(_interp_trace(np.array([prof.trace]), np.array([lg]), rt.shared_latency_cycles)[0])
+    chain = prof.latency_chain
+    load_txt = (f"one warp alone needs {_fmt_cycles(t1)} cycles per {step} for {prof.instructions_per_warp:,.0f} "
+                f"instructions at a {_fmt_cycles(lg)}-cycle loaded global latency ({prm.latency_scale:.2f} x the "
+                f"{rt.l2_latency_cycles:.0f}-cycle L2 latency; {chain:.2f} latencies in series per {step}, from the "
+                f"{'SASS loop trace' if prof.source == 'sass' else 'estimate'})")
     pipes = (f"issue {_fmt_cycles(rnd['issue'])}, shared {_fmt_cycles(rnd['shared'])} and L1 "
              f"{_fmt_cycles(rnd['l1'])} cycles, overlapping partly with p = {p:.2f}")
     head = f"one round (every resident block one {step}) takes {_fmt_cycles(rnd['round'])} cycles"
-    if naive:
-        split = (f"{head} of SM pipe work ({pipes}); no latency is exposed (no barriers, {b * W} warps per SM)")
-    elif exposed <= 0.005 * rnd["round"]:
-        hider = ("double buffering hides the " if cfg.rung == 6 else f"the {b * W} resident warps hide the ")
-        split = f"{head}, all of it SM pipe work ({pipes}): {hider}{load_txt}"
+    sync = prof.barriers > 0
+    hiders = (f"{b} block{'s' if b != 1 else ''} (a barrier per {step} keeps each block's warps in step)" if sync
+              else f"{b * W} warps (no barrier: each warp runs on its own)")
+    if exposed <= 0.005 * rnd["round"]:
+        split = f"{head}, all of it SM pipe work ({pipes}): {load_txt}, and {hiders} hide it"
     else:
-        if cfg.rung == 6:
-            why_exp = (f"the part of the {load_txt} that the block's own compute does not cover (double buffering)"
-                       + ("" if b == 1 else f", with {b - 1} other block{'s' if b > 2 else ''} to overlap it"))
-        elif b == 1:
-            why_exp = f"no other block can hide the {load_txt}"
-        else:
-            why_exp = f"{b - 1} other block{'s' if b > 2 else ''} cannot fully hide the {load_txt}"
         split = (f"{head}: {_fmt_cycles(service)} cycles of SM pipe work ({pipes}) plus {_fmt_cycles(exposed)} "
-                 f"cycles of exposed latency: {why_exp}")
+                 f"cycles of exposed latency: {load_txt}, and {hiders} cannot hide it all (mean value analysis)")
     bound = pred.bound
+    sm_t = fmt_time(float(ev["t_sm"]))
     s: list[str] = []
     if bound == "latency":
-        s.append(f"Bound by the latency chain: {who}; {split}.")
+        s.append(f"Bound by latency: {who}; {split}.")
     elif bound == "issue":
-        w = math.ceil(b * W / rt.schedulers)
-        e = w / (w + prm.w0)
-        s.append(f"Bound by instruction issue: {who} put {w} warp{'s' if w != 1 else ''} on each of the "
-                 f"{rt.schedulers} schedulers, each warp issuing {prof.instructions_per_warp:,.4g} instructions per "
-                 f"{step} (from the {'SASS' if prof.source == 'sass' else 'simulator estimate'}) at efficiency "
-                 f"e(w) = w/(w + {prm.w0:.2f}) = {e:.2f}: {_fmt_cycles(rnd['issue'])} issue cycles; {split}.")
+        s.append(f"Bound by instruction issue: {who}, each warp issuing {prof.instructions_per_warp:,.4g} "
+                 f"instructions per {step} (from the {'SASS' if prof.source == 'sass' else 'simulator estimate'}) "
+                 f"on {rt.schedulers} schedulers: {_fmt_cycles(rnd['issue'])} issue cycles; {split}.")
     elif bound == "shared":
         bi = sim.per_block_iteration
         conf = bi.lds_bank_conflicts + bi.sts_bank_conflicts
@@ -221,23 +220,20 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     elif bound == "l1":
         req = max(sim.per_block_iteration.gld_requests, 1)
         per_req = prof.l1_lines / req
-        extra = ""
-        if naive and not cfg.p["COALESCED"]:
-            extra = ("; uncoalesced: the 32 threads of a warp read 32 different rows of A, so each warp load of A "
-                     "touches 32 lines and each of B one")
         s.append(f"Bound by the L1 tag stage (one 128-byte line per cycle): {who}, each block touching "
-                 f"{prof.l1_lines:,.0f} lines per {step} ({per_req:.3g} per warp load request{extra}): "
+                 f"{prof.l1_lines:,.0f} lines per {step} ({per_req:.3g} per warp load request): "
                  f"{_fmt_cycles(rnd['l1'])} L1 cycles; {split}.")
     elif bound == "l2":
         gm, gn = -(-pred.M // g.BM), -(-pred.N // g.BN)
-        s.append(f"Bound by L2 bandwidth: {fmt_bytes(float(ev['l2_bytes']))} of tile loads (A read "
-                 f"ceil(N/BN) = {gn} times, B read ceil(M/BM) = {gm} times, C written once) at "
-                 f"{fmt_rate(rt.l2_bytes_per_s, 'B')} take {fmt_time(float(ev['t_l2']))}, longer than the SMs' "
-                 f"{fmt_time(float(ev['t_sm']))}.")
+        s.append(f"Bound by L2 bandwidth: {fmt_bytes(float(ev['l2_bytes']))} (A read ceil(N/BN) = {gn} times, "
+                 f"B read ceil(M/BM) = {gm} times, C's store sectors; partial-sector stores cost a read-modify-write) "
+                 f"at {fmt_rate(rt.l2_bytes_per_s, 'B')} take {fmt_time(float(ev['t_l2']))}, longer than the SMs' "
+                 f"{sm_t} and DRAM's {fmt_time(float(ev['t_dram']))}.")
     elif bound == "dram":
-        s.append(f"Bound by DRAM bandwidth: {fmt_bytes(float(ev['dram_bytes']))} (A, B and C once, plus the "
-                 f"re-reads that miss the {rt.l2_bytes / 2**20:.0f} MiB L2) at {fmt_rate(rt.dram_bytes_per_s, 'B')} "
-                 f"take {fmt_time(float(ev['t_dram']))}, longer than the SMs' {fmt_time(float(ev['t_sm']))}.")
+        s.append(f"Bound by DRAM bandwidth: {fmt_bytes(float(ev['dram_bytes']))} (A and B once, the panels the "
+                 f"blocks of one wave re-read after the {rt.l2_bytes / 2**20:.0f} MiB L2 lost them, C written back) "
+                 f"at {fmt_rate(rt.dram_bytes_per_s, 'B')} take {fmt_time(float(ev['t_dram']))}, longer than the "
+                 f"SMs' {sm_t} and L2's {fmt_time(float(ev['t_l2']))}.")
     else:   # a limit this explainer does not know yet (the model grew one): say what the numbers are
         s.append(f"Bound by {bound}: {who}; {split}.")
     # Waves
@@ -245,7 +241,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     blocks = int(ev["blocks"])
     per_sm = -(-blocks // sms)
     full, rem = divmod(per_sm, max(b_fit, 1))
-    nk = (pred.K if naive else -(-pred.K // g.BK))
+    nk = -(-pred.K // prof.k_tile)
     waves = int(ev["waves"])
     last = blocks - (waves - 1) * sms * max(b_fit, 1)
     slots = sms * max(b_fit, 1)
@@ -293,7 +289,7 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
     instr = _instruction_estimate(sim, facts)
     bi = sim.per_block_iteration
     lines_ld = bi.gld_lines * sim.blocks * sim.k_iterations
-    naive = cfg.rung == 1
+    naive = prof.k_tile == 1
     gm, gn = -(-M // g.BM), -(-N // g.BN)
 
     counts = {
@@ -312,15 +308,16 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
         "barriers_warp": sim.bar_warp,
         "executed_instructions": instr,
         "l2_bytes": float(ev["l2_bytes"]),
-        "l2_bytes_formula": (f"4 B x (M K x ceil(N/BN) + K N x ceil(M/BM) + M N) = A read {gn} times, B read {gm} "
-                             "times, C written once"),
+        "l2_bytes_formula": (f"4 B x (M K x ceil(N/BN) + K N x ceil(M/BM)) + 32 B x C's store sectors = A read {gn} "
+                             f"times, B read {gm} times, C's {sim.gst_sectors:,} store sectors"),
         "dram_bytes": float(ev["dram_bytes"]),
-        "dram_bytes_formula": "A, B, C once + the L2 re-reads that miss (1 - L2 size / (A + B bytes), clipped to 0..1)",
+        "dram_bytes_formula": ("A and B once + the panels a wave of blocks (in launch order) re-reads after the L2 "
+                               "evicted them + C written back (all but the last wave's C, which stays dirty in L2)"),
     }
     per_block_iteration = {
         "warps": prof.warps, "instructions_per_warp": prof.instructions_per_warp,
         "instructions_source": prof.source, "shared_wavefronts": prof.shared_wavefronts,
-        "l1_lines": prof.l1_lines, "serial_loads": prof.serial_loads, "local_loads": prof.local_loads,
+        "l1_lines": prof.l1_lines, "latency_chain": prof.latency_chain, "loop_trace": "sass" if prof.source == "sass" else "estimate", "local_loads": prof.local_loads,
         "gld_requests": bi.gld_requests, "ffma_warp": bi.ffma_warp, "unit": "k step" if naive else "K tile",
     }
     limits = [{"name": r.name, "time_s": r.time_s, "formula": r.formula, "binds": r.name == pred.bound}
@@ -328,7 +325,7 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
     per_sm = -(-sim.blocks // rt.sms)
     waves = {"blocks": int(ev["blocks"]), "sms": rt.sms, "blocks_per_sm": b, "waves": int(ev["waves"]),
              "busiest_sm_blocks": per_sm, "full_rounds": per_sm // max(b, 1), "partial_round_blocks": per_sm % max(b, 1),
-             "iterations_per_round": K if naive else -(-K // g.BK)}
+             "iterations_per_round": -(-K // prof.k_tile)}
     occupancy = {"blocks_per_sm": occ.blocks_per_sm, "limiter": occ.limiter, "limits": dict(occ.limits),
                  "threads_per_block": occ.threads_per_block, "warps_per_block": occ.warps_per_block,
                  "active_warps": occ.active_warps, "fraction": occ.fraction,
@@ -436,7 +433,8 @@ HOW_TO_READ = (
     "the busiest SM: issue ~ smsp__inst_executed over the schedulers, shared ~ the shared wavefronts, l1 ~ the "
     "global-load lines, latency = the part of each round beyond the pipes' work: tile-load latency the resident "
     "blocks cannot hide (ncu: stall_long_scoreboard and stall_barrier in the warp-state statistics), l2 ~ "
-    "lts__t_bytes, dram ~ dram__bytes; the largest one is named as the bound. A measured counter far from "
+    "lts__t_bytes, dram ~ dram__bytes; the bound named is the limit that sets the predicted time (the SM time, "
+    "then its largest part, or L2, or DRAM). A measured counter far from "
     "its prediction points at the level the model gets wrong; the duration ratio says how much it matters.")
 
 
@@ -487,7 +485,7 @@ def format_text(d: Mapping) -> str:
     c = d["counts"]
     L += ["", f"Counts per launch (warp-level simulator, shared-load widths: {c['plan'] or '-'}; "
               f"{c['blocks']:,} block{'s' if c['blocks'] != 1 else ''} x {c['warps_per_block']} warps, "
-              f"{c['k_iterations']:,} {'k step' if d['config']['rung'] == 1 else 'K tile'}"
+              f"{c['k_iterations']:,} {d['per_block_iteration']['unit']}"
               f"{'s' if c['k_iterations'] != 1 else ''})"]
     gl, gs = c["global_load"], c["global_store"]
     L.append(f"  {'':24s} {'requests':>15s} {'sectors':>15s} {'128-B lines':>15s}  sectors/request")
@@ -511,7 +509,8 @@ def format_text(d: Mapping) -> str:
                f"(the timing model's input, one interior block): {pb['warps']} warps x "
                f"{pb['instructions_per_warp']:,.4g} instructions [{pb['instructions_source']}], "
                f"{pb['shared_wavefronts']:,.0f} shared wavefronts, {pb['l1_lines']:,.0f} global-load lines "
-               f"({pb['gld_requests']:,} requests), {pb['serial_loads']:g} serial tile load(s)"
+               f"({pb['gld_requests']:,} requests), {pb['latency_chain']:.2f} global latencies in series per iteration "
+               f"[{pb['loop_trace']}]"
                + (f", {pb['local_loads']:g} spill reloads per warp" if pb["local_loads"] else ""))
     # limits
     L += ["", "Limits (timing model, whole launch on the busiest SM; parameters: "

@@ -93,19 +93,19 @@ def rank(gpu, cfgs: Sequence[KernelConfig], sizes, cross_validated: bool = False
     from model import timing
 
     s = np.asarray(sizes, dtype=np.int64).reshape(-1, 3)
-    arrs, _ = timing._arrays_for(gpu, list(cfgs), None)
+    (pa,), _ = timing._arrays_for(gpu, list(cfgs), None)
     n, m = len(cfgs), len(s)
-    rep = tuple(np.repeat(np.asarray(a), m) for a in arrs)
+    rep = pa[np.repeat(np.arange(n), m)]
+    rr = np.repeat(np.array([c.rung for c in cfgs]), m)
     M, N, K = (np.tile(s[:, j], n) for j in range(3))
     loro = timing.load_loro_params() if cross_validated and prm is None else {}
     if not loro:
-        t = timing.evaluate(gpu, *rep, M, N, K, prm=prm)["time_s"]
+        t = timing.evaluate(gpu, rep, M, N, K, prm=prm)["time_s"]
     else:
         t = np.empty(n * m)
-        rr = rep[0]
         for q in sorted(set(rr.tolist())):
             idx = np.flatnonzero(rr == q)
-            t[idx] = timing.evaluate(gpu, *(a[idx] for a in rep), M[idx], N[idx], K[idx], prm=loro.get(q))["time_s"]
+            t[idx] = timing.evaluate(gpu, rep[idx], M[idx], N[idx], K[idx], prm=loro.get(q))["time_s"]
     return np.asarray(t, dtype=np.float64).reshape(n, m)
 
 

@@ -460,10 +460,12 @@ def occupancy_pair(ck: CompiledKernel, spec: GPUSpec) -> tuple[int, int | None, 
 
 
 def run_config(cfg: KernelConfig, problem: Problem, *, spec: GPUSpec | None = None, reps: int = 20,
-               warmup: int = 2, l2_policy: str = "flush", max_config_s: float = 2.0) -> Measurement:
+               warmup: int = 2, l2_policy: str = "flush", max_config_s: float = 2.0,
+               extra_dynamic_smem: int = 0) -> Measurement:
     """Validate, compile, check and time ``cfg`` on ``problem``; never raises for a bad config, a compile
     error, a refused launch or a wrong result (those are the returned status), only for a lost context
-    (:class:`DeviceLost`) or misuse."""
+    (:class:`DeviceLost`) or misuse. ``extra_dynamic_smem`` bytes of dynamic shared memory that the kernel
+    does not use are added to each launch (forced residency: experiments/residency.py)."""
     if cfg.rung == 0:
         return run_cublas(problem, reps=reps, warmup=warmup, l2_policy=l2_policy, max_config_s=max_config_s)
     spec = device_spec() if spec is None else spec
@@ -487,6 +489,11 @@ def run_config(cfg: KernelConfig, problem: Problem, *, spec: GPUSpec | None = No
     except ConfigError as exc:  # pragma: no cover - validated above
         return replace(base, reason=str(exc))
     cp = cupy_module()
+    if extra_dynamic_smem:
+        ck = replace(ck, dynamic_smem_bytes=ck.dynamic_smem_bytes + int(extra_dynamic_smem))
+        ck.kernel.max_dynamic_shared_size_bytes = max(int(ck.kernel.max_dynamic_shared_size_bytes),
+                                                      ck.dynamic_smem_bytes)
+        base = replace(base, dynamic_smem_bytes=ck.dynamic_smem_bytes)
     try:
         occ_driver, occ_model, limiter = occupancy_pair(ck, spec)
     except _cuda_errors(cp) as exc:

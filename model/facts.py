@@ -80,6 +80,24 @@ class Facts:
     """Mangled kernel name."""
     source_sha256: str = ""
     """Digest of the kernel file that was compiled (see :func:`stale_keys`)."""
+    # The main loop's structure (``tools.compiler_facts.loop_structure``): one warp alone issuing the
+    # steady-state path in order, waiting on its source registers.
+    loop_trace_cycles: tuple | None = None
+    """Cycles of one steady-state loop iteration of one warp alone, ``[global latency][shared latency]`` on
+    the grid of ``trace_schema`` (global 0..1600 step 100 cycles, shared 20 and 40 cycles)."""
+    prologue_trace_cycles: tuple | None = None
+    """The same for the code before the loop, once."""
+    loop_latency_chain: float | None = None
+    """Global-load latencies that add up in one iteration (the trace's slope at long latency)."""
+    loop_global_loads: int | None = None
+    """Global loads (LDG, LDGSTS) in one steady iteration."""
+    loop_load_waits: int | None = None
+    """Issue stalls on a global load's result per steady iteration."""
+    loop_loads_in_flight: int | None = None
+    """The most global loads in flight when the warp first waits for one."""
+    loop_order: str = ""
+    """Order of global loads (G), shared stores (S), shared loads (L), FFMA runs (F), barriers (B)."""
+    trace_schema: Mapping[str, Any] | None = None
 
     @property
     def spills(self) -> bool:
@@ -104,6 +122,11 @@ class Facts:
         kw["sass_total"] = _frozen(d.get("sass_total"))
         kw["sass_loop"] = _frozen(d.get("sass_loop"))
         kw["sass_loop_path"] = _frozen(d.get("sass_loop_path"))
+        for k in ("loop_trace_cycles", "prologue_trace_cycles"):
+            if kw.get(k) is not None:
+                kw[k] = tuple(tuple(r) for r in kw[k])
+        if kw.get("trace_schema") is not None:
+            kw["trace_schema"] = MappingProxyType(dict(kw["trace_schema"]))
         for k in ("spill_stores", "spill_loads", "barriers", "local_bytes", "stack_bytes", "shared_static_bytes"):
             if kw.get(k) is None:
                 kw[k] = 0

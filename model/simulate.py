@@ -1248,3 +1248,26 @@ def format_diff_table(rows: list, only_bad: bool = False) -> str:
             lines.append(f"{row['config_key']:<34} {size:<16} {d.field:<21} {d.simulated:>15,} {meas:>15} "
                          f"{rel:>13}  {rule}{flag}")
     return "\n".join(lines)
+
+
+# ==================================================================================================
+# Store lines of one block (the timing model's epilogue)
+# ==================================================================================================
+
+
+@functools.lru_cache(maxsize=None)
+def block_store_lines(cfg: KernelConfig) -> int:
+    """128-byte lines that one interior block's C stores touch, summed over its warp-level store
+    instructions: the L1 tag stage handles one line a cycle, so this is the epilogue's cost in cycles (a
+    store whose 32 lanes write 32 rows of C costs 32). Simulated at an interior, sector-aligned probe."""
+    g = geometry(cfg)
+    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
+    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
+    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    total = 0
+    for acc in kern.globals:
+        if acc.op != "st":
+            continue
+        off, act = acc.fn(*full)
+        total += int(global_lines(np.asarray(off).reshape(-1, WARP_SIZE), np.asarray(act).reshape(-1, WARP_SIZE)).sum())
+    return total

@@ -1,60 +1,74 @@
-"""The timing model: throughput limits per SM, latency hiding, waves, launch overhead.
+"""The timing model: latency hiding by the resident warps, the SM's pipes, L2 and DRAM traffic, waves.
 
 A pure function of (GPU spec, kernel config, problem size) that returns a
-:class:`~model.roofline.Prediction` naming the limit that binds, with every limit's time.
+:class:`~model.roofline.Prediction` naming the limit that sets the predicted time, with every limit's
+time. No term is keyed on the kernel's rung: every number comes from the kernel's *structure* as the
+model sees it, so a new kernel is predicted by the same code.
 
-Inputs (nothing here is fitted to the kernels it is scored on, except the four dimensionless
-parameters of :class:`TimingParams`, see below):
+Inputs
+------
+* the **warp-level access simulator** (:mod:`model.simulate`): per interior block and K tile (one
+  iteration of the main loop), the global-load line wavefronts, the shared-memory wavefronts (bank
+  conflicts included), the FFMAs, the C-store sectors of one block, the K depth of one iteration;
+* the **compiler facts** (:mod:`model.facts`, NVRTC + nvdisasm for the GPU's architecture):
+  registers per thread (occupancy), the SASS instructions of one steady-state iteration (issue), and
+  the **main-loop structure**: one warp alone issuing the steady-state path in order with a register
+  scoreboard (``tools.compiler_facts.warp_trace``) gives the cycles of one iteration as a function of
+  the global- and shared-load latencies. That table carries every latency the code exposes: all loads
+  issued before their first use (one latency per iteration), each load stored to shared memory before
+  the next is issued (one latency per load, added up), loads issued a whole compute phase ahead of
+  their use (double buffering: hidden up to the phase's length), cp.async groups waited on S-1 tiles
+  later. The same trace of the code before the loop gives the prologue (address set-up, the first
+  tile of a pipelined kernel);
+* the **launch geometry and occupancy** (:mod:`model.occupancy`; optionally a forced cap on the
+  resident blocks per SM, see ``max_blocks_per_sm``);
+* the **GPU spec** and its ``[timing]`` table (:func:`rates`).
 
-* the **warp-level access simulator** (:mod:`model.simulate`): per interior block and K tile, the
-  global-load requests and the 128-byte lines they touch, the shared-memory wavefronts (loads and
-  stores, bank conflicts included), the FFMAs and barriers;
-* the **compiler facts** (:mod:`model.facts`, NVRTC for the GPU's architecture): registers per thread
-  (which set the occupancy) and the SASS instruction count of one steady-state main-loop iteration
-  (which sets the issue time);
-* the **GPU spec**: SMs, schedulers, clock, and the ``[timing]`` table measured once per GPU by
-  ``experiments/microbench.py`` (L2 and DRAM bandwidth, shared bandwidth, L2 latency, launch overhead);
-  GPUs with no such table use the architectural rates (one wavefront per cycle per SM, 128 B per
-  cycle of shared memory) and the H200's latencies in cycles, and say so in the notes.
+Mechanisms
+----------
+*Latency hiding by warps (Little's law; Volkov, "Understanding Latency Hiding on GPUs", PhD thesis,
+UC Berkeley 2016).* Each resident warp alternates between *delay* - the cycles its iteration spends
+waiting, ``Z = T1 - I/4`` where ``T1`` is the single-warp trace time of one iteration and ``I`` its
+instructions (the ``3I/4`` of a warp's own issue that the other schedulers cannot use is in ``Z``:
+Seidmann's approximation of the 4-scheduler station by one server of a quarter the service time
+plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + shared^p + L1^p)^(1/p)`` per warp
+and iteration: issue ``I/4`` (4 schedulers, one instruction a cycle each), shared ``S/r`` (``r``
+wavefronts a cycle from the shared bandwidth), L1 ``G`` (one 128-byte line a cycle in the tag stage);
+the exponent ``p`` says how far the pipes overlap. **Mean value analysis** (Reiser & Lavenberg 1980)
+of the ``n`` resident warps in this closed network gives the time of one iteration of all of them:
+``Z + s`` for one warp (latency exposed), ``n s`` when enough warps hide it - the seed's 16x16 versus
+32x32 question is this ``n``.
 
-Per SM, one *round* is every resident block doing one K-tile iteration. With ``b`` resident blocks of
-``W`` warps, ``I`` instructions per warp and iteration, ``S`` shared wavefronts and ``G`` L1 line
-wavefronts per block and iteration (all in SM cycles), one block-iteration needs
+*Loaded latency.* The global-load latency the trace waits is ``latency_scale x`` the L2 hit latency:
+every iteration waits for at least one operand line first touched in that iteration (a miss, or a hit
+on a miss in flight), and under load the latency grows (queueing) - ``latency_scale`` is one of the
+calibrated parameters.
 
-* **service** at the SM's pipelines, ``(issue^p + shared^p + L1^p)^(1/p)`` (the pipes overlap partly):
-  issue ``W I / (4 e(w))`` - each of the 4 schedulers issues one warp instruction a cycle, at efficiency
-  ``e(w) = w / (w + w0)`` with ``w = ceil(b W / 4)`` warps on the busiest scheduler (few warps cannot
-  hide dependent-instruction and shared-load latencies); shared ``S / r`` with ``r`` wavefronts per
-  cycle (measured shared bandwidth / 128 B / clock); L1 ``G``, one 128-byte line per cycle in the L1
-  tag stage (plus one per warp for each spill reload);
-* a **delay** in which it uses no SM resource: the exposed tile-load latency ``lambda x L2 latency`` for
-  the single-stage kernels (rung 05 pays it once per float4 load of a thread: each is stored to shared
-  memory inside its own guard branch, so they wait one after another), ``max(0, lambda L2 - own
-  compute)`` for the double-buffered one, none for the naive kernel (no barriers, 32+ warps); plus the
-  spill reloads' latency; plus, for blocks of fewer than 4 warps, the time their warps occupy fewer
-  than 4 schedulers (Seidmann's multi-server approximation).
+*Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
+given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
+round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations plus the block's
+**prologue** (its traced latency) and **epilogue** (its instructions and C stores).
 
-The ``b`` resident blocks share the SM like customers of a closed queueing network: mean value
-analysis (Reiser & Lavenberg) of ``b`` blocks, each alternating delay and service, gives the round
-time - ``delay + service`` for one block (latency exposed), tending to ``b x service`` when enough
-blocks hide it (Little's law; the latency-hiding argument of Volkov). An SM holding
-``n = ceil(blocks / SMs)`` blocks runs ``n // B`` full rounds-of-blocks and one partial (the last,
-partly filled wave) of ``ceil(K / BK)`` iterations each. The kernel's time is the SM time, or the L2
-or DRAM traffic time if larger, plus the launch overhead.
+*Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
+co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
+unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
+that the previous wave's traffic evicted from L2, and writes C back. Their times bound the SM time from
+below; the kernel's time is the largest plus the launch overhead.
 
-Spilled registers (``LDL`` in the SASS loop) are reloaded right before use: each adds the L1 latency,
-or the L2 latency when the resident warps' local memory does not fit beside their shared memory,
-divided by the number of reloads in flight together (``spill_overlap``).
+*Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
+(or L2's, when the warps' local memory does not fit beside their shared memory), divided by the reloads
+in flight together (``spill_overlap``).
 
-**Calibration.** ``w0``, ``p``, ``lambda`` and ``spill_overlap`` are dimensionless and calibrated by least squares on
-log-time over measured H200 rows (``model/data/calibration.json`` records on which rows); the error
-that :mod:`analysis.compare` reports for this model is leave-one-rung-out cross-validated: each rung
-is predicted with parameters calibrated on the other rungs only (:func:`calibrate`).
+Calibration
+-----------
+``p``, ``latency_scale`` and ``spill_overlap`` are dimensionless and fitted by least squares on log-time
+over measured H200 rows (``tools/calibrate.py``; ``model/data/calibration.json`` says on which rows).
+The errors :mod:`analysis.compare` reports are leave-one-rung-out cross-validated.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -72,21 +86,21 @@ LIMITS = ("issue", "shared", "l1", "latency", "l2", "dram")
 
 @dataclass(frozen=True)
 class TimingParams:
-    """The four dimensionless parameters (see the module docstring)."""
+    """The three dimensionless parameters (see the module docstring)."""
 
-    w0: float = 1.0            # warps per scheduler at which issue runs at half rate
-    p: float = 3.0             # overlap exponent of the per-round limits (1 = no overlap, inf = max)
-    latency_scale: float = 1.5  # loaded tile-load latency in units of the measured L2 latency
-    spill_overlap: float = 2.0  # spill reloads whose latencies overlap (memory-level parallelism of LDL)
+    p: float = 3.0              # overlap exponent of the SM's pipes (1 = no overlap, inf = max)
+    latency_scale: float = 1.5  # loaded global-load latency in units of the L2 hit latency
+    spill_overlap: float = 2.0  # spill reloads whose latencies overlap
     calibrated_on: str = "defaults (not calibrated)"
 
     def to_json(self) -> dict:
-        return {"w0": self.w0, "p": self.p, "latency_scale": self.latency_scale,
-                "spill_overlap": self.spill_overlap, "calibrated_on": self.calibrated_on}
+        return {"p": self.p, "latency_scale": self.latency_scale, "spill_overlap": self.spill_overlap,
+                "calibrated_on": self.calibrated_on}
 
 
 def _params(d: Mapping) -> TimingParams:
-    return TimingParams(d["w0"], d["p"], d["latency_scale"], d.get("spill_overlap", 2.0), d.get("calibrated_on", ""))
+    return TimingParams(float(d.get("p", 3.0)), float(d.get("latency_scale", 1.5)),
+                        float(d.get("spill_overlap", 2.0)), d.get("calibrated_on", ""))
 
 
 @lru_cache(maxsize=None)
@@ -120,96 +134,140 @@ class Rates:
     dram_bytes_per_s: float
     l2_latency_cycles: float
     l1_latency_cycles: float
+    shared_latency_cycles: float
     launch_overhead_s: float
     l2_bytes: int
     notes: tuple[str, ...]
 
 
-# Architectural defaults for GPUs with no [timing] table: in SM cycles and relative to the spec's own
-# nominal figures. The latencies are the H200's measured cycles (experiments/microbench.py), assumed.
-_DEFAULT_L2_LATENCY_CYCLES = 287.8
-_DEFAULT_L1_LATENCY_CYCLES = 42.9
-_DEFAULT_LAUNCH_OVERHEAD_S = 5.5e-6
-_DEFAULT_L2_OVER_DRAM = 2.5
+# Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
+# microbenchmark figures of the architecture family (in SM cycles), never another GPU's measurement:
+#   L2 hit latency: Volta 193, Turing 188 (Jia et al. 2018/2019), Ampere A100 ~200, Ada ~ 270 (Chips and
+#   Cheese), Hopper ~260 (Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", 2024);
+#   L1 hit: 28-33 (Jia et al.; Luo et al.); shared: 19-30 (same sources).
+_ARCH_L2_LATENCY = {"sm_70": 193.0, "sm_75": 188.0, "sm_80": 200.0, "sm_86": 200.0, "sm_89": 270.0, "sm_90": 260.0}
+_ARCH_L1_LATENCY = {"sm_70": 28.0, "sm_75": 32.0, "sm_80": 33.0, "sm_86": 33.0, "sm_89": 33.0, "sm_90": 33.0}
+_ARCH_SHARED_LATENCY = {"sm_70": 19.0, "sm_75": 19.0, "sm_80": 23.0, "sm_86": 23.0, "sm_89": 23.0, "sm_90": 29.0}
+_L2_BYTES_PER_CYCLE_PER_SM = 32.0   # estimate: sustained L2 read bandwidth per SM and SM cycle
+_DRAM_EFFICIENCY = 0.85             # estimate: sustained read bandwidth / datasheet bandwidth
+_LAUNCH_OVERHEAD_S = 5.0e-6         # estimate: CUDA-event time of an empty kernel launch
 
 
 @lru_cache(maxsize=None)
 def rates(gpu) -> Rates:
+    """The GPU's rates from its spec: the ``[timing]`` table where it has a field, else an architectural
+    estimate (named in ``notes``). No GPU borrows another GPU's measured numbers."""
     t = gpu.timing
-    clock = gpu.boost_clock_hz
-    notes = []
-    nominal_shared = gpu.sm_count * gpu.shared_banks * gpu.shared_bank_bytes * clock
-    shared = t.get("shared_bandwidth_bytes_per_s")
-    if shared is None:
-        notes.append("shared-memory rate: nominal 32 banks x 4 B per cycle (not measured on this GPU)")
-        shared = nominal_shared
-    dram = t.get("dram_read_bandwidth_bytes_per_s") or gpu.copy_bandwidth_bytes_per_s or gpu.dram_bandwidth_bytes_per_s
-    l2 = t.get("l2_bandwidth_bytes_per_s")
-    if l2 is None:
-        notes.append(f"L2 bandwidth assumed {_DEFAULT_L2_OVER_DRAM} x DRAM (not measured on this GPU)")
-        l2 = _DEFAULT_L2_OVER_DRAM * gpu.dram_bandwidth_bytes_per_s
-    lat = t.get("l2_latency_cycles")
-    if lat is None:
-        notes.append(f"L2 latency assumed {_DEFAULT_L2_LATENCY_CYCLES:.0f} cycles (the H200's, measured)")
-        lat = _DEFAULT_L2_LATENCY_CYCLES
-    l1lat = t.get("l1_latency_cycles", _DEFAULT_L1_LATENCY_CYCLES)
-    launch = t.get("launch_overhead_s", _DEFAULT_LAUNCH_OVERHEAD_S)
-    return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, dram, lat,
-                 l1lat, launch, gpu.l2_bytes, tuple(notes))
+    notes: list[str] = []
+
+    def get(name, estimate, what):
+        v = t.get(name)
+        if v is None:
+            notes.append(f"{what}: estimated {estimate:.4g} (no [timing].{name} in the spec)")
+            return float(estimate)
+        return float(v)
+
+    clock = t.get("sustained_clock_hz")
+    if clock is None:
+        clock = gpu.boost_clock_hz
+        if gpu.key != "h200" or "shared_bandwidth_bytes_per_s" not in t:
+            notes.append("clock: the boost clock (no [timing].sustained_clock_hz in the spec)")
+    clock = float(clock)
+    arch = gpu.arch
+    shared = get("shared_bandwidth_bytes_per_s", gpu.sm_count * gpu.shared_banks * gpu.shared_bank_bytes * clock,
+                 "shared-memory bandwidth (32 banks x 4 B per cycle)")
+    dram = t.get("dram_read_bandwidth_bytes_per_s")
+    if dram is None:
+        dram = gpu.copy_bandwidth_bytes_per_s or _DRAM_EFFICIENCY * gpu.dram_bandwidth_bytes_per_s
+        notes.append(f"DRAM read bandwidth: estimated {dram / 1e9:.0f} GB/s (no [timing] field)")
+    l2 = get("l2_bandwidth_bytes_per_s", _L2_BYTES_PER_CYCLE_PER_SM * gpu.sm_count * clock,
+             f"L2 bandwidth ({_L2_BYTES_PER_CYCLE_PER_SM:.0f} B per SM and cycle)")
+    lat = get("l2_latency_cycles", _ARCH_L2_LATENCY.get(arch, 220.0), f"L2 latency ({arch} microbenchmarks)")
+    l1 = get("l1_latency_cycles", _ARCH_L1_LATENCY.get(arch, 33.0), f"L1 latency ({arch} microbenchmarks)")
+    sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
+    launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
+    return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
+                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes))
 
 
 # --------------------------------------------------------------------------------------------------
-# Per-config profile (size-independent counts per block and K tile)
+# Per-config profile (size-independent counts per block and iteration)
 # --------------------------------------------------------------------------------------------------
+
+TRACE_GLOBAL = np.arange(0.0, 1601.0, 100.0)    # tools.compiler_facts.TRACE_GLOBAL_LATENCIES
+TRACE_SHARED = np.array([20.0, 40.0])           # tools.compiler_facts.TRACE_SHARED_LATENCIES
 
 
 @dataclass(frozen=True)
 class Profile:
-    """Counts of one interior block in one steady-state K-tile iteration."""
+    """Counts of one interior block in one steady-state iteration of its main loop."""
 
-    warps: int                  # W, warps per block
+    warps: int                    # W, warps per block
+    k_tile: int                   # K depth of one iteration
     instructions_per_warp: float  # I, SASS instructions per warp and iteration
-    shared_wavefronts: float    # S, per block and iteration (loads + stores)
-    l1_lines: float             # G, 128-byte line wavefronts of global loads per block and iteration
+    shared_wavefronts: float      # S, per block and iteration (loads + stores)
+    l1_lines: float               # G, 128-byte line wavefronts of global loads per block and iteration
+    store_sectors: float          # C-store sectors of one block (its epilogue)
+    store_lines: float            # C-store 128-byte line wavefronts of one block (L1 tag stage)
     registers: int
-    stages: int
-    source: str                 # where I came from ("sass" or "estimate")
-    serial_loads: float = 1.0   # tile loads whose latencies add up within one iteration (see profile())
-    local_loads: float = 0.0    # spill reloads (LDL) per warp and iteration, from the SASS
-    local_bytes: float = 0.0    # local memory (stack and spills) per thread, bytes
+    source: str                   # "sass" (compiler facts with the loop trace) or "estimate"
+    trace: tuple                  # T1(Lg, Ls): single-warp cycles of one iteration on the TRACE_* grid
+    prologue: tuple               # the same for the code before the loop (once per block)
+    epilogue_instructions: float  # per warp, once per block
+    latency_chain: float          # global latencies that add up per iteration (the trace's slope)
+    barriers: float = 0.0         # barriers per warp and iteration (simulator)
+    local_loads: float = 0.0      # spill reloads (LDL) per warp and iteration
+    local_bytes: float = 0.0      # local memory per thread, bytes
+
+
+def _estimate_trace(instr: float) -> tuple:
+    """No loop trace: one exposed global latency and one shared latency per iteration (all loads
+    issued before their first use, then the shared loads before the FFMAs)."""
+    return tuple(tuple(instr + lg + ls for ls in TRACE_SHARED) for lg in TRACE_GLOBAL)
 
 
 @lru_cache(maxsize=100_000)
 def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profile:
-    from .counts import steady_counts
     from .facts import facts_for
+    from .simulate import simulate
 
     g = geometry(cfg)
-    # Counts of one steady-state tile: the simulator's at an interior-only probe size (two tiles per
-    # dimension, K = max(64, 4 BK)), served by model/counts.py from its versioned cache or closed form.
-    b = steady_counts(cfg)
+    # One steady-state iteration: an interior-only problem of two tiles per dimension, K long enough
+    # that rows of A lie in different 128-byte lines (as at any real size).
+    probe = (2 * g.BM, 2 * g.BN, max(64, 4 * g.BK))
+    sim = simulate(cfg, *probe, plan="sass")
+    b = sim.per_block_iteration
+    k_tile = max(1, -(-probe[2] // max(sim.k_iterations, 1)))
     f = facts_for(cfg, arch)
     regs = registers or (f.registers if f is not None else None) or min_registers(g)
-    ffma_per_warp_iteration = b.ffma_warp / max(b.warps, 1)
-    source = "estimate"
+    ffma_per_warp_it = b.ffma_warp / max(b.warps, 1)
+    store_sectors = float(b.gst_sectors)
+    from .simulate import block_store_lines
+    store_lines = float(block_store_lines(cfg))
     if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
-        # Instructions per FFMA in the steady-state SASS iteration, times the FFMAs of one K tile.
-        instr = f.loop_path_instructions * ffma_per_warp_iteration / f.loop_ffma
-        source = "sass"
+        per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
+        instr = f.loop_path_instructions * per
+        ldl = f.per_iteration("LDL") * per
+        epi = float(f.epilogue_instructions or 0)
     else:
         instr = (b.ffma_warp + b.lds_instructions + b.sts_instructions + b.gld_requests + b.bar_warp
                  + b.int_warp_est) / max(b.warps, 1)
-    # Rung 05 guards each float4 global load with a branch and stores it to shared memory inside the
-    # same branch region (gpu/kernels/05_float4.cu), so a thread's tile loads wait one after another:
-    # their latencies add up. The other rungs issue all of a tile's loads before the first use (04 by
-    # predication, 06 into staging registers), so one latency is exposed per iteration.
-    serial = b.gld_requests / max(b.warps, 1) if cfg.rung == 5 else 1.0
-    # Spilled registers are reloaded from local memory (through L1) right before their use.
-    ldl = f.per_iteration("LDL") * ffma_per_warp_iteration / f.loop_ffma if source == "sass" else 0.0
-    return Profile(warps=b.warps, instructions_per_warp=float(instr),
-                   shared_wavefronts=float(b.lds_wavefronts + b.sts_wavefronts),
-                   l1_lines=float(b.gld_lines), registers=int(regs), stages=g.stages,
-                   source=source, serial_loads=float(serial), local_loads=float(ldl),
+        per, ldl, epi = 1.0, 0.0, 0.0
+    if f is not None and f.loop_trace_cycles:
+        trace = tuple(tuple(float(x) * per for x in row) for row in f.loop_trace_cycles)
+        pro = tuple(tuple(float(x) for x in row) for row in f.prologue_trace_cycles)
+        source = "sass"
+    else:
+        trace = _estimate_trace(instr)
+        pro = tuple(tuple(lg + 100.0 for _ in TRACE_SHARED) for lg in TRACE_GLOBAL)
+        source = "estimate"
+    tr = np.asarray(trace)
+    chain = float((tr[-1, 0] - tr[-2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]))
+    return Profile(warps=b.warps, k_tile=int(k_tile), instructions_per_warp=float(instr),
+                   shared_wavefronts=float(b.lds_wavefronts + b.sts_wavefronts), l1_lines=float(b.gld_lines),
+                   store_sectors=float(store_sectors), store_lines=store_lines, registers=int(regs), source=source, trace=trace,
+                   prologue=pro, epilogue_instructions=epi, latency_chain=chain,
+                   barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
                    local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
 
 
@@ -218,177 +276,317 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
 # --------------------------------------------------------------------------------------------------
 
 
-def _mva_cycle(C, Z, n_blocks):
-    """Mean value analysis of a closed system: ``n_blocks`` blocks, each alternating between a delay of
-    ``Z`` cycles (waiting on memory: no SM resource used) and ``C`` cycles of service at the SM's
-    pipelines (a single queue). Returns the cycle time ``Z + R(n)``: the time in which every resident block
-    completes one iteration. With one block it is ``Z + C`` (latency exposed); with many it tends to
-    ``n C`` (throughput bound); in between it is exact for exponential service (Reiser & Lavenberg 1980)."""
-    C = np.asarray(C, dtype=np.float64)
-    Z = np.broadcast_to(np.asarray(Z, dtype=np.float64), C.shape)
-    B = np.broadcast_to(np.asarray(n_blocks), C.shape)
-    Q = np.zeros_like(C)
-    R = C.copy()
-    for n in range(1, int(B.max(initial=1)) + 1):
-        Rn = C * (1.0 + Q)
-        Xn = n / (Z + Rn)
-        on = n <= B
-        R = np.where(on, Rn, R)
-        Q = np.where(on, Xn * Rn, Q)
+@dataclass(frozen=True)
+class ProfileArrays:
+    """Per-config columns of :class:`Profile` and the geometry (one entry per config / row)."""
+
+    BM: np.ndarray
+    BN: np.ndarray
+    k_tile: np.ndarray
+    warps: np.ndarray
+    instr: np.ndarray
+    shared_wf: np.ndarray
+    l1_lines: np.ndarray
+    store_sectors: np.ndarray
+    store_lines: np.ndarray
+    trace: np.ndarray        # (rows, len(TRACE_GLOBAL), len(TRACE_SHARED))
+    prologue: np.ndarray
+    epilogue: np.ndarray
+    local_loads: np.ndarray
+    local_bytes: np.ndarray
+    barriers: np.ndarray     # barriers per warp and iteration
+    smem: np.ndarray
+    bps: np.ndarray          # resident blocks per SM from the occupancy calculator
+
+    def __getitem__(self, idx) -> "ProfileArrays":
+        return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    def __len__(self) -> int:
+        return len(self.BM)
+
+
+def _interp_trace(table: np.ndarray, lg: np.ndarray, ls: float) -> np.ndarray:
+    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls)."""
+    ws = (ls - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
+    t = table[..., 0] * (1.0 - ws) + table[..., 1] * ws           # (rows, nLg)
+    step = TRACE_GLOBAL[1] - TRACE_GLOBAL[0]
+    x = np.clip(lg / step, 0.0, None)
+    i = np.minimum(np.floor(x).astype(np.int64), len(TRACE_GLOBAL) - 2)
+    fr = x - i
+    rows = np.arange(t.shape[0])
+    return t[rows, i] * (1.0 - fr) + t[rows, i + 1] * fr
+
+
+def _mva(s, Z, n):
+    """Mean value analysis of a closed network: ``n`` customers (warps), each alternating a delay of ``Z``
+    cycles and service ``s`` at one queue (the SM's pipes). Returns the cycle time ``Z + R(n)`` of one
+    customer: ``Z + s`` for one, tending to ``n s`` when the queue is saturated (Reiser & Lavenberg 1980)."""
+    s = np.asarray(s, dtype=np.float64)
+    Z = np.broadcast_to(np.asarray(Z, dtype=np.float64), s.shape)
+    B = np.broadcast_to(np.asarray(n), s.shape)
+    Q = np.zeros_like(s)
+    R = s.copy()
+    for k in range(1, int(B.max(initial=1)) + 1):
+        Rk = s * (1.0 + Q)
+        on = k <= B
+        R = np.where(on, Rk, R)
+        Q = np.where(on, k / (Z + Rk) * Rk, Q)
     return Z + R
 
 
-def _round_cycles(b, prof_w, prof_i, prof_s, prof_g, serial, ldl, ldl_lat, lat_cycles, double_buffer, naive,
-                  r: Rates, prm: TimingParams):
-    """Cycles of one round (every resident block one iteration) with ``b`` resident blocks (arrays).
+def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams):
+    """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency).
 
-    Service per block-iteration at the SM: its issue, shared-memory and L1 work (partly overlapping,
-    p-norm). Delay: the exposed tile-load latency (and spill reloads). The two combine by mean value
-    analysis over the ``b`` resident blocks (:func:`_mva_cycle`)."""
-    w_sched = np.ceil(b * prof_w / r.schedulers)              # warps on the busiest scheduler
-    eff = w_sched / (w_sched + prm.w0)
-    per_warp = prof_i / eff                                   # cycles one warp needs on its scheduler
-    t_issue = prof_w * per_warp / r.schedulers
-    t_shared = prof_s / r.shared_wavefronts_per_cycle
-    t_l1 = prof_g + prof_w * ldl                              # spill reloads: one line per warp instruction
+    The customers of the mean value analysis are the warps when the loop has no barrier (each warp runs
+    on its own), the blocks when it has one (a barrier per iteration keeps a block's warps in the same
+    phase: they wait for their loads together and compute together, so one block's warps cannot hide
+    each other's latency - only other blocks can)."""
+    W = pa.warps
+    t1 = _interp_trace(pa.trace, lg, r.shared_latency_cycles)
+    issue = pa.instr / r.schedulers                      # per warp, at the SM's 4 schedulers
+    shared = pa.shared_wf / W / r.shared_wavefronts_per_cycle
+    l1 = pa.l1_lines / W + pa.local_loads
     p = prm.p
-    service = (t_issue ** p + t_shared ** p + t_l1 ** p) ** (1.0 / p)
-    # A block of fewer than 4 warps uses fewer than 4 schedulers: Seidmann's multi-server approximation
-    # adds the rest of its warps' time as a delay.
-    multi = per_warp * np.maximum(0.0, 1.0 - prof_w / r.schedulers)
-    load = prm.latency_scale * lat_cycles * serial
-    spills = ldl * ldl_lat / prm.spill_overlap
-    compute_alone = np.ceil(prof_w / r.schedulers) * per_warp
-    delay = np.where(naive, 0.0, np.where(double_buffer, np.maximum(0.0, load - compute_alone), load)) + spills + multi
-    total = _mva_cycle(service, delay, b)
-    return total, np.stack([b * t_issue, b * t_shared, b * t_l1, total - b * service])
+    s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
+    spills = pa.local_loads * ldl_lat / prm.spill_overlap
+    sync = pa.barriers > 0
+    # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
+    # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
+    own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
+    Z = np.maximum(t1 - pa.instr, 0.0) + own + spills
+    per = np.where(sync, W, 1.0)
+    n = np.where(sync, b, b * W)
+    total = _mva(per * s_w, Z, n)
+    nw = b * W
+    return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
 
 
-def evaluate(gpu, rung, BM, BN, BK, warps, instr, shared_wf, l1_lines, serial, local_loads, local_bytes, smem, bps,
-             M, N, K,
-             prm: TimingParams | None = None) -> dict[str, np.ndarray]:
-    """Vectorised timing model over arrays (one entry per (config, size)); SI units out."""
+@lru_cache(maxsize=200_000)
+def _wave_dram_reads_one(m: int, n: int, k: int, bm: int, bn: int, w: int, l2: float) -> float:
+    gm, gn = -(-m // bm), -(-n // bn)
+    a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
+    unique = 4.0 * (m * k + k * n)
+    nb = gm * gn
+    if unique <= l2 or nb <= w:
+        return unique
+    starts = np.arange(0, nb, w, dtype=np.int64)
+    ends = np.minimum(starts + w, nb) - 1
+    length = ends - starts + 1
+    r0, r1 = starts // gn, ends // gn
+    ncols = np.where(length >= gn, gn, length)
+    foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
+
+    def miss(d):
+        return np.clip((d - l2) / foot, 0.0, 1.0)
+    # A: the row a wave shares with the previous wave (its first row, when the previous one ended there)
+    shared_row = np.zeros(len(starts), dtype=bool)
+    shared_row[1:] = r0[1:] == r1[:-1]
+    extra = float(np.sum(shared_row * a_panel * miss(foot)))
+    # B: columns seen before. A wave of >= gn blocks touches every column, as did the previous wave (reuse
+    # distance: this wave's footprint); a shorter wave meets its columns again one row of blocks later
+    # (reuse distance: the footprints of the gn / w waves in between).
+    if w >= gn:
+        extra += float(np.sum(ncols[1:] * b_panel * miss(foot)[1:]))
+    else:
+        d = foot * (gn / w)
+        seen = r0 >= 1
+        extra += float(np.sum(seen * ncols * b_panel * miss(d)))
+    return unique + extra
+
+
+@lru_cache(maxsize=200_000)
+def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, float]:
+    """(A, B) tile loads that reach L2, as fractions, when the ``b`` blocks resident on one SM share
+    their tiles in its L1: blocks are dispatched in launch order (row-major) round-robin over the SMs,
+    so SM q holds blocks q, q + SMs, ..., q + (b-1) SMs; two of them in the same block row read the same
+    A tiles at about the same time (one fetch from L2), two in the same column the same B tiles."""
+    n = min(gm * gn, sms * b)
+    if b <= 1 or n <= sms:
+        return 1.0, 1.0
+    ids = np.arange(n)
+    sm = ids % sms
+    rows = ids // gn
+    cols = ids % gn
+    ra = len(set(zip(sm.tolist(), rows.tolist())))
+    cb = len(set(zip(sm.tolist(), cols.tolist())))
+    return ra / n, cb / n
+
+
+def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
+    """DRAM bytes read for A and B when the blocks run in row-major launch order, ``blocks_per_wave`` at a
+    time. Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
+    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once); a panel
+    touched again by a later wave is an L2 hit unless the distinct bytes streamed since its last use
+    exceed the L2's capacity (LRU: the excess share of it is read again)."""
+    return np.array([_wave_dram_reads_one(int(m), int(n), int(k), int(bm), int(bn), int(w), float(l2_bytes))
+                     for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
+
+
+def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
+             max_blocks_per_sm=None) -> dict[str, np.ndarray]:
+    """Vectorised timing model over rows (one entry per (config, size)); SI units out.
+
+    ``max_blocks_per_sm`` (scalar or per row, optional) caps the resident blocks per SM below what the
+    occupancy calculator allows: the forced residency of ``experiments/residency.py``."""
     prm = prm or load_params()
     r = rates(gpu)
-    rung = np.asarray(rung)
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
-    naive = rung == 1
-    dbuf = rung == 6
+    BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
     blocks = gm * gn
-    nk = np.where(naive, K, -(-K // BK))
-    launchable = np.asarray(bps) > 0
-    bps = np.maximum(np.asarray(bps), 1)
+    nk = -(-K // pa.k_tile)
+    launchable = np.asarray(pa.bps) > 0
+    bps = np.maximum(np.asarray(pa.bps), 1)
+    if max_blocks_per_sm is not None:
+        bps = np.minimum(bps, np.maximum(np.asarray(max_blocks_per_sm), 1))
     per_sm = -(-blocks // r.sms)
     full, rem = per_sm // bps, per_sm % bps
-    # Spill reloads hit L1 while the resident warps' local memory fits beside their shared memory in the
-    # SM's L1/shared storage; otherwise they come from L2.
-    l1_left = gpu.l1_shared_bytes - bps * (np.asarray(smem) + gpu.shared_reserved_per_block)
-    ldl_lat = np.where(bps * warps * 32 * np.asarray(local_bytes) <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    args = (warps, instr, shared_wf, l1_lines, serial, local_loads, ldl_lat, r.l2_latency_cycles, dbuf, naive, r, prm)
-    t_full, parts_full = _round_cycles(bps, *args)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), *args)
-    sm_cycles = nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
+    lg = prm.latency_scale * r.l2_latency_cycles * np.ones(len(pa))
+    l1_left = gpu.l1_shared_bytes - bps * (np.asarray(pa.smem) + gpu.shared_reserved_per_block)
+    ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
+    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
+    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm)
+    # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
+    # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
+    # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
+    pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
+
+    # The blocks of one round start (and so end) together on every SM: their C stores reach the L2 at the
+    # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them.
+    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / r.l2_bytes_per_s * r.clock_hz
+
+    def once(bb):
+        return pro + bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines),
+                                     store_cycles_per_block)
+    rounds = full + (rem > 0)
+    sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
+                 + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0))
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
+    parts[3] = parts[3] + rounds * pro
     t_sm = sm_cycles / r.clock_hz
-    # Traffic: L2 serves every tile load (the naive kernel's L1 keeps a block's lines between k steps, so its
-    # L2 traffic is that of a BM x BN tile too); DRAM sees the unique bytes plus the re-reads that miss L2.
-    a_bytes = BYTES_PER_ELEMENT * M * K
-    b_bytes = BYTES_PER_ELEMENT * K * N
-    c_bytes = BYTES_PER_ELEMENT * M * N
-    l2_bytes = (a_bytes * gn + b_bytes * gm + c_bytes).astype(np.float64)
-    unique = (a_bytes + b_bytes + c_bytes).astype(np.float64)
-    miss = np.clip(1.0 - r.l2_bytes / np.maximum(a_bytes + b_bytes, 1), 0.0, 1.0)
-    dram_bytes = unique + (l2_bytes - unique) * miss
-    t_l2 = l2_bytes / r.l2_bytes_per_s
+    # Traffic.
+    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
+    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
+    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
+    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
+                  ).reshape(-1, 2)
+    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
+    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
+    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
+    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
+    wave = r.sms * bps
+    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
+    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
+    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
+    waves = -(-blocks // wave)
+    last = blocks - (waves - 1) * wave
+    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
     time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
-    time_s = np.where(launchable, time_s, np.inf)    # a block that cannot launch never finishes
-    limits = np.stack([parts[0], parts[1], parts[2], parts[3]]) / r.clock_hz
-    all_limits = np.concatenate([limits, t_l2[None] * np.ones_like(limits[:1]), t_dram[None] * np.ones_like(limits[:1])])
-    bound = np.argmax(all_limits, axis=0)
+    time_s = np.where(launchable, time_s, np.inf)
+    limits = parts / r.clock_hz
+    all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
+    # The binding limit is the one that sets the time: the SM (then its largest part) or L2 or DRAM.
+    sm_part = np.argmax(limits, axis=0)
+    bound = np.where((t_dram >= t_sm) & (t_dram >= t_l2), 5, np.where(t_l2 >= t_sm, 4, sm_part))
     flops = 2.0 * M * N * K
     return {"time_s": time_s, "flop_per_s": flops / time_s, "flops": flops, "t_sm": t_sm, "t_l2": t_l2,
-            "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": -(-blocks // (r.sms * bps)),
-            "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles, "blocks_per_sm": np.where(launchable, bps, 0)}
+            "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": waves,
+            "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
+            "blocks_per_sm": np.where(launchable, bps, 0)}
 
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
     profs = [profile(c, gpu.arch, None if registers is None else registers[i]) for i, c in enumerate(cfgs)]
     ca = ConfigArrays.from_configs(cfgs, [p.registers for p in profs])
     bps = blocks_per_sm_array(gpu, ca.threads, ca.registers, ca.smem_bytes)
-    pa = lambda f: np.array([f(p) for p in profs], dtype=np.float64)  # noqa: E731
-    return (ca.rung, ca.BM, ca.BN, ca.BK, pa(lambda p: p.warps),
-            pa(lambda p: p.instructions_per_warp), pa(lambda p: p.shared_wavefronts), pa(lambda p: p.l1_lines),
-            pa(lambda p: p.serial_loads), pa(lambda p: p.local_loads), pa(lambda p: p.local_bytes),
-            ca.smem_bytes, bps), profs
+    col = lambda f: np.array([f(p) for p in profs], dtype=np.float64)  # noqa: E731
+    pa = ProfileArrays(BM=ca.BM, BN=ca.BN, k_tile=np.array([p.k_tile for p in profs], dtype=np.int64),
+                       warps=col(lambda p: p.warps), instr=col(lambda p: p.instructions_per_warp),
+                       shared_wf=col(lambda p: p.shared_wavefronts), l1_lines=col(lambda p: p.l1_lines),
+                       store_sectors=col(lambda p: p.store_sectors), store_lines=col(lambda p: p.store_lines),
+                       trace=np.array([p.trace for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
+                       prologue=np.array([p.prologue for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
+                       epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
+                       local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
+                       smem=ca.smem_bytes.astype(np.float64), bps=bps)
+    return (pa,), profs
 
 
 def predict_rows(gpu, cfgs: Sequence[KernelConfig], sizes: Sequence[tuple[int, int, int]],
                  registers: Sequence[int | None] | None = None, prm: TimingParams | None = None,
-                 cross_validated: bool = False) -> dict[str, np.ndarray]:
+                 cross_validated: bool = False, max_blocks_per_sm=None) -> dict[str, np.ndarray]:
     """Predictions for paired (config, size) rows (same length).
 
-    ``cross_validated=True`` predicts each rung with the parameters calibrated without it (the shipped
-    leave-one-rung-out fits), which is how the model is scored on measured data."""
-    arrs, _ = _arrays_for(gpu, cfgs, registers)
+    ``cross_validated=True`` predicts each rung's rows with the parameters calibrated without that rung
+    (the shipped leave-one-rung-out fits): how the model is scored on measured data."""
+    (pa,), _ = _arrays_for(gpu, cfgs, registers)
     s = np.asarray(sizes, dtype=np.int64).reshape(-1, 3)
+    cap = None if max_blocks_per_sm is None else np.broadcast_to(np.asarray(max_blocks_per_sm), (len(cfgs),))
     loro = load_loro_params() if cross_validated and prm is None else {}
     if not loro:
-        return evaluate(gpu, *arrs, s[:, 0], s[:, 1], s[:, 2], prm=prm)
-    rung = arrs[0]
+        return evaluate(gpu, pa, s[:, 0], s[:, 1], s[:, 2], prm=prm, max_blocks_per_sm=cap)
+    group = np.array([c.rung for c in cfgs])
     out: dict[str, np.ndarray] = {}
-    for q in sorted(set(rung.tolist())):
-        idx = np.flatnonzero(rung == q)
-        res = evaluate(gpu, *(a[idx] for a in arrs), s[idx, 0], s[idx, 1], s[idx, 2], prm=loro.get(q))
+    for q in sorted(set(group.tolist())):
+        idx = np.flatnonzero(group == q)
+        res = evaluate(gpu, pa[idx], s[idx, 0], s[idx, 1], s[idx, 2], prm=loro.get(q),
+                       max_blocks_per_sm=None if cap is None else cap[idx])
         for k, v in res.items():
             v = np.asarray(v)
             if k not in out:
-                out[k] = np.zeros(v.shape[:-1] + (len(rung),), dtype=v.dtype) if v.ndim else v
+                out[k] = np.zeros(v.shape[:-1] + (len(group),), dtype=v.dtype) if v.ndim else v
             if v.ndim:
                 out[k][..., idx] = v
     return out
 
 
 def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | None = None,
-            prm: TimingParams | None = None) -> Prediction:
+            prm: TimingParams | None = None, max_blocks_per_sm: int | None = None) -> Prediction:
     """The timing model's prediction for one config and size, as a :class:`Prediction`."""
     M, N, K = validate_size(M, N, K)
-    if cfg.rung == 0:
-        raise ConfigError("the cuBLAS reference (rung 00) is measured, not modelled", limit="rung")
+    if cfg.info.file is None:
+        raise ConfigError(f"{cfg.label} has no kernel source to model (the cuBLAS reference is measured, not "
+                          f"modelled)", limit="rung")
     validate(cfg, gpu)
     prm = prm or load_params()
-    arrs, profs = _arrays_for(gpu, [cfg], None if registers is None else [registers])
+    (pa,), profs = _arrays_for(gpu, [cfg], None if registers is None else [registers])
     r = {k: (v[..., 0] if isinstance(v, np.ndarray) and v.ndim >= 1 else v)
-         for k, v in evaluate(gpu, *arrs, np.array([M]), np.array([N]), np.array([K]), prm=prm).items()}
+         for k, v in evaluate(gpu, pa, np.array([M]), np.array([N]), np.array([K]), prm=prm,
+                              max_blocks_per_sm=max_blocks_per_sm).items()}
     prof = profs[0]
     g = geometry(cfg)
     occ = occupancy(gpu, g.threads, prof.registers, g.smem_bytes)
     rt = rates(gpu)
     lim = r["limits"]
+    b = int(r["blocks_per_sm"])
+    lg = prm.latency_scale * rt.l2_latency_cycles
+    t1 = float(_interp_trace(pa.trace, np.array([lg]), rt.shared_latency_cycles)[0])
     formulas = {
-        "issue": f"sum over rounds of b x {prof.warps} warps x {prof.instructions_per_warp:.0f} instructions "
-                 f"/ ({rt.schedulers} schedulers x e(w)), e(w) = w/(w + {prm.w0:.2f}) [{prof.source}]",
-        "shared": f"b x {prof.shared_wavefronts:.0f} wavefronts per block-iteration / "
+        "issue": f"n warps x {prof.instructions_per_warp:.0f} instructions per iteration / {rt.schedulers} schedulers "
+                 f"[{prof.source}]",
+        "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": f"b x {prof.l1_lines:.0f} global-load lines per block-iteration / 1 per cycle",
-        "latency": ("none: the naive kernel has no barriers and 32+ warps" if cfg.rung == 1 else
-                    f"exposed {prm.latency_scale:.2f} x {rt.l2_latency_cycles:.0f}-cycle tile-load latency"
-                    + (f" x {prof.serial_loads:.0f} serial float4 loads" if cfg.rung == 5 else "")
-                    + (" beyond the block's own compute" if cfg.rung == 6 else "")
-                    + (f", {prof.local_loads:.0f} spill reloads" if prof.local_loads else "")
-                    + f", with up to {occ.blocks_per_sm} resident block(s) to hide it (mean value analysis)"),
-        "l2": f"{r['l2_bytes'] / 1e9:.3g} GB of tile loads / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
-        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
+        "l1": f"n warps x {prof.l1_lines / prof.warps:.2f} global-load lines per warp-iteration / 1 per cycle",
+        "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle loaded global latency "
+                    f"({prof.latency_chain:.2f} latencies in series per iteration, "
+                    f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
+                    f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
+        "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
+        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B re-read per wave, C write-back) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
     notes = list(rt.notes)
-    notes.append(f"per round: service = (issue^p + shared^p + l1^p)^(1/p), p = {prm.p:.2f}, and the delay combine by "
-                 f"mean value analysis over the resident blocks; 'latency' is the time beyond b x service; "
+    notes.append(f"per iteration: service = (issue^p + shared^p + l1^p)^(1/p), p = {prm.p:.2f}; delay = the traced "
+                 f"single-warp latency; combined by mean value analysis over the {b * prof.warps} resident warps; "
                  f"parameters: {prm.calibrated_on}")
+    if max_blocks_per_sm is not None:
+        notes.append(f"residency forced to at most {max_blocks_per_sm} block(s) per SM")
     if prof.source != "sass":
-        notes.append("no compiler facts for this config: instructions per iteration estimated by the simulator")
+        notes.append("no compiler facts with a loop trace for this config: instructions and latency estimated")
     flops = 2.0 * M * N * K
     return Prediction(gpu=gpu.name, config=cfg, M=M, N=N, K=K, flops=flops, time_s=float(r["time_s"]),
                       bound=LIMITS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),
@@ -401,48 +599,44 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
 # Calibration with leave-one-rung-out cross-validation
 # --------------------------------------------------------------------------------------------------
 
+_BOUNDS = {"p": (1.05, 30.0), "latency_scale": (0.3, 6.0), "spill_overlap": (1.0, 32.0)}
+
 
 def calibrate(gpu, cfgs: Sequence[KernelConfig], sizes, registers, measured_s, rungs_of_rows,
               start: TimingParams | None = None) -> dict:
-    """Fit (w0, p, latency_scale, spill_overlap) by least squares on log time; also leave-one-rung-out fits.
+    """Fit (p, latency_scale, spill_overlap) by least squares on log time; also leave-one-rung-out fits.
 
-    Returns {"all": params, "loro": {rung: params fitted without that rung}, "predicted_loro": per-row
+    Returns {"all": params, "loro": {rung: params fitted without that rung}, "predicted_loro_s": per-row
     times predicted for each row by the fit that did not see its rung}."""
     from scipy.optimize import least_squares
 
-    arrs, _ = _arrays_for(gpu, cfgs, registers)
+    (pa,), _ = _arrays_for(gpu, cfgs, registers)
     s = np.asarray(sizes, dtype=np.int64).reshape(-1, 3)
     meas = np.asarray(measured_s, dtype=np.float64)
     rr = np.asarray(rungs_of_rows)
     start = start or TimingParams()
+    lo = np.log([_BOUNDS["p"][0] - 1.0, _BOUNDS["latency_scale"][0], _BOUNDS["spill_overlap"][0]])
+    hi = np.log([_BOUNDS["p"][1] - 1.0, _BOUNDS["latency_scale"][1], _BOUNDS["spill_overlap"][1]])
 
     def params(theta) -> TimingParams:
-        return TimingParams(float(np.exp(theta[0])), float(1.0 + np.exp(theta[1])), float(np.exp(theta[2])),
-                            float(np.exp(theta[3])))
+        return TimingParams(float(1.0 + np.exp(theta[0])), float(np.exp(theta[1])), float(np.exp(theta[2])))
 
     def model(theta, idx):
-        prm = params(theta)
-        sub = tuple(a[idx] for a in arrs)
-        return evaluate(gpu, *sub, s[idx, 0], s[idx, 1], s[idx, 2], prm=prm)["time_s"]
+        return evaluate(gpu, pa[idx], s[idx, 0], s[idx, 1], s[idx, 2], prm=params(theta))["time_s"]
 
     def fit(idx) -> TimingParams:
-        x0 = np.array([np.log(start.w0), np.log(start.p - 1.0), np.log(start.latency_scale), np.log(start.spill_overlap)])
-        # Weight each rung equally: the register-tiling grid has far more rows than the others.
-        rw = np.array([1.0 / np.sqrt(np.sum(rr[idx] == q)) for q in rr[idx]])
-        res = least_squares(lambda th: rw * (np.log(model(th, idx)) - np.log(meas[idx])), x0,
-                            bounds=([np.log(0.05), np.log(0.05), np.log(0.2), np.log(1.0)],
-                                    [np.log(20), np.log(30), np.log(10), np.log(32)]))
+        x0 = np.clip(np.log([start.p - 1.0, start.latency_scale, start.spill_overlap]), lo + 1e-6, hi - 1e-6)
+        rw = np.array([1.0 / np.sqrt(np.sum(rr[idx] == q)) for q in rr[idx]])   # each rung weighs the same
+        res = least_squares(lambda th: rw * (np.log(model(th, idx)) - np.log(meas[idx])), x0, bounds=(lo, hi),
+                            diff_step=1e-3)
         return params(res.x)
 
-    everything = np.arange(len(meas))
-    out_all = fit(everything)
+    out_all = fit(np.arange(len(meas)))
     loro = {}
     pred_loro = np.empty_like(meas)
     for q in sorted(set(rr.tolist())):
-        train = np.flatnonzero(rr != q)
-        test = np.flatnonzero(rr == q)
+        train, test = np.flatnonzero(rr != q), np.flatnonzero(rr == q)
         prm = fit(train)
         loro[int(q)] = prm
-        sub = tuple(a[test] for a in arrs)
-        pred_loro[test] = evaluate(gpu, *sub, s[test, 0], s[test, 1], s[test, 2], prm=prm)["time_s"]
+        pred_loro[test] = evaluate(gpu, pa[test], s[test, 0], s[test, 1], s[test, 2], prm=prm)["time_s"]
     return {"all": out_all, "loro": loro, "predicted_loro_s": pred_loro}

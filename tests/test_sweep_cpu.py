@@ -28,10 +28,18 @@ H200 = load_gpu("h200")
 
 
 def test_shipped_sweeps_load() -> None:
-    assert {"blocks", "edge_dev", "holdout", "ladder", "regtile", "splitk", "tune_full", "warptile"} <= set(sw.sweep_names())
+    assert {"blocks", "edge_dev", "edge_val", "holdout", "ladder", "regtile", "splitk", "tune_full", "warptile"} <= set(sw.sweep_names())
     for name in sw.sweep_names():
         s = sw.load_sweep(name)
         assert s.name == name and s.description and s.groups
+
+
+def test_edge_validation_shapes_are_new() -> None:
+    # the validation edge sweep uses shapes that no other sweep measured (it is scored, never learnt from)
+    tasks, _ = sw.load_sweep("edge_val").tasks(H200)
+    seen = {t.size for name in sw.sweep_names() if name != "edge_val" for t in sw.load_sweep(name).tasks(H200)[0]}
+    assert 250 <= len(tasks) <= 320
+    assert not ({t.size for t in tasks} & seen)
 
 
 def test_holdout_sizes_are_new() -> None:

@@ -61,8 +61,8 @@ def _grid(gpu, prm=None, cfgs=None, sizes=SIZES) -> dict:
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prm", [None, TimingParams(w0=0.1, p=1.01, latency_scale=0.3, spill_overlap=1.0),
-                                 TimingParams(w0=10.0, p=25.0, latency_scale=8.0, spill_overlap=30.0)],
+@pytest.mark.parametrize("prm", [None, TimingParams(p=1.01, latency_scale=0.3, spill_overlap=1.0),
+                                 TimingParams(p=25.0, latency_scale=8.0, spill_overlap=30.0)],
                          ids=["shipped", "p~1", "p~max"])
 def test_time_is_never_faster_than_any_single_limit(prm) -> None:
     # What the code guarantees: time = max(SM time, L2 time, DRAM time) + launch overhead, so time >= t_l2,
@@ -96,8 +96,11 @@ def test_single_prediction_is_never_faster_than_any_roof() -> None:
 def test_a_faster_clock_is_never_slower() -> None:
     base = _grid(H200)["time_s"]
     for factor in (1.1, 1.5, 3.0):
-        fast = replace(H200, boost_clock_hz=H200.boost_clock_hz * factor)
-        assert rates(fast).clock_hz == pytest.approx(H200.boost_clock_hz * factor)   # not the cached H200 rates
+        timing = dict(H200.timing)
+        if "sustained_clock_hz" in timing:
+            timing["sustained_clock_hz"] *= factor
+        fast = replace(H200, boost_clock_hz=H200.boost_clock_hz * factor, timing=timing)
+        assert rates(fast).clock_hz == pytest.approx(rates(H200).clock_hz * factor)   # not the cached H200 rates
         t = _grid(fast)["time_s"]
         assert np.all(t <= base * (1 + REL))
         assert np.any(t < base * 0.99), "a faster SM clock speeds up at least the SM-bound predictions"
@@ -213,7 +216,7 @@ def test_naive_uncoalesced_within_10_percent_at_2048() -> None:
 
 
 def _tuple(prm: TimingParams) -> np.ndarray:
-    return np.array([prm.w0, prm.p, prm.latency_scale, prm.spill_overlap])
+    return np.array([prm.p, prm.latency_scale, prm.spill_overlap])
 
 
 def test_leave_one_rung_out_fits_were_really_refitted() -> None:
@@ -235,9 +238,10 @@ def test_calibration_file_names_the_data_it_was_calibrated_on() -> None:
     on = d["all"]["calibrated_on"]
     for name in ("h200", "blocks.jsonl", "ladder.jsonl", "regtile.jsonl", str(d["rows"])):
         assert name in on, f"calibrated_on does not name {name!r}: {on!r}"
-    # the row count is that of the shipped data (verified rows of rungs 01-06) less the hold-out set,
-    # which the calibration never sees (tools/calibrate.py)
-    assert d["rows"] == len([r for r in _rows() if "holdout" not in r.source])
+    # the row count is that of the shipped data (verified rows of rungs 01-06) less the hold-out and
+    # validation sets, which the calibration never sees (tools/calibrate.py)
+    from tools.calibrate import calibration_rows
+    assert d["rows"] == len(calibration_rows(_rows(), bool(d.get("traced_only"))))
     assert "holdout" not in on
     assert any("holdout" in r.source for r in _rows())
     for f in ("blocks.jsonl", "ladder.jsonl", "regtile.jsonl"):
@@ -267,6 +271,11 @@ def test_cross_validated_predictions_use_the_fit_without_the_rung() -> None:
 
 
 def test_register_tiling_pick_at_4096_is_within_5_percent_of_the_best() -> None:
+    from model.facts import load_facts
+    untraced = [k for k, f in load_facts("sm_90").items() if not f.loop_trace_cycles]
+    if untraced:
+        pytest.skip(f"{len(untraced)} configs have no main-loop trace in the compiler facts (regenerate: "
+                    "python3 -m tools.compiler_facts --arch sm_90 --configs all --ship)")
     c = compare(load([DATA / "regtile.jsonl"]))
     picks = [e for e in c.best_config() if (e["M"], e["N"], e["K"]) == (4096, 4096, 4096) and e["scope"] == "04-06"]
     assert len(picks) == 1

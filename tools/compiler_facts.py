@@ -632,6 +632,179 @@ def strip_padding(instrs: list[Instr], labels: Mapping[str, int]) -> list[Instr]
     return out
 
 
+
+# --------------------------------------------------------------------------------------------------
+# Main-loop structure: one warp's in-order issue with a register scoreboard
+# --------------------------------------------------------------------------------------------------
+
+TRACE_GLOBAL_LATENCIES = tuple(range(0, 1601, 100))
+"""Global-load latencies (cycles) at which the single-warp iteration time is tabulated."""
+TRACE_SHARED_LATENCIES = (20, 40)
+"""Shared-load latencies (cycles) of the table's second axis (the model interpolates between them)."""
+ALU_LATENCY_CYCLES = 4
+"""Dependent-issue latency of FFMA / integer ALU instructions: 4 cycles on sm_70 and later (Jia et al.,
+"Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018, Table 4.1; Ampere and Hopper
+microbenchmarks give the same 4 cycles, and experiments/microbench.py measures 4.1 on the H200)."""
+CONST_LATENCY_CYCLES = 10
+"""LDC / S2R / S2UR result latency (constant cache hit, special registers): a short fixed estimate."""
+
+_NO_DEST = frozenset({"STS", "STG", "STL", "ST", "BAR", "BRA", "BSSY", "BSYNC", "EXIT", "RET", "DEPBAR",
+                      "LDGDEPBAR", "LDGSTS", "RED", "NOP", "MEMBAR", "WARPSYNC", "CCTL", "YIELD", "ATOMS",
+                      "ISETP", "FSETP", "PLOP3", "VOTE", "BMOV", "CALL", "JMP", "ERRBAR", "ARRIVES", "SYNCS"})
+_REG = re.compile(r"(?<![A-Za-z0-9_])R(\d+)(\.64|\.128)?")
+
+
+def _dest_width(op: str) -> int:
+    parts = op.split(".")
+    if "128" in parts:
+        return 4
+    if "64" in parts or "WIDE" in parts or parts[0] == "CS2R":
+        return 2
+    return 1
+
+
+def _operands(ins: Instr) -> tuple[list[int], list[int]]:
+    """(destination registers, source registers) of one instruction (general registers only)."""
+    base = ins.op.split(".")[0]
+    toks = [t.strip() for t in ins.operands.split(",")]
+    dest: list[int] = []
+    start = 0
+    if base not in _NO_DEST and toks and re.fullmatch(r"R\d+", toks[0] or ""):
+        r0 = int(toks[0][1:])
+        dest = list(range(r0, r0 + _dest_width(ins.op)))
+        start = 1
+    srcs: list[int] = []
+    for t in toks[start:]:
+        for m in _REG.finditer(t):
+            r = int(m.group(1))
+            w = 2 if m.group(2) == ".64" else 4 if m.group(2) == ".128" else 1
+            # a stored register of a vector store carries the store's width
+            if base in ("STS", "STG", "STL", "ST") and not t.startswith("[") and w == 1:
+                w = _dest_width(ins.op)
+            srcs.extend(range(r, r + w))
+    return dest, srcs
+
+
+def _latency_class(ins: Instr) -> str:
+    base = ins.op.split(".")[0]
+    if base in ("LDG", "LD", "ATOMG"):
+        return "global"
+    if base in ("LDS", "LDSM"):
+        return "shared"
+    if base == "LDL":
+        return "local"
+    if base in ("LDC", "S2R", "S2UR", "ULDC", "CS2R"):
+        return "const"
+    return "alu"
+
+
+@functools.lru_cache(maxsize=64)
+def _prepared(instrs: tuple) -> list:
+    return [(i, _operands(i), _latency_class(i), i.op.split(".")[0]) for i in instrs]
+
+
+def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: float, repeat: int = 1,
+               local_latency: float = 0.0) -> dict:
+    """One warp alone issuing ``instrs`` (``repeat`` times back to back) in order, one instruction a
+    cycle, each waiting for its source registers (a scoreboard): the latency-bound time of the code,
+    the critical path that Volkov ("Understanding Latency Hiding on GPUs", PhD thesis, UC Berkeley 2016,
+    ch. 4) writes as latency x dependent steps. Global loads complete ``global_latency`` cycles after
+    issue, shared loads ``shared_latency``, ALU results :data:`ALU_LATENCY_CYCLES`. ``LDGSTS``
+    (cp.async) completes ``global_latency`` after issue into its commit group (``LDGDEPBAR`` closes a
+    group); ``DEPBAR.LE SB0, n`` waits until at most ``n`` groups are outstanding. Barriers cost one
+    issue slot (all warps of a block run the same code).
+
+    Returns the cycle at which each repetition ends (``ends``), the global-load waits (``waits``: issue
+    stalls on a global load's result) and the most global loads in flight at a wait."""
+    ready: dict[int, float] = {}
+    groups: list[float] = []
+    open_group: list[float] = []
+    pending_global: dict[int, float] = {}
+    t = 0.0
+    ends: list[float] = []
+    waits = 0
+    most_in_flight = 0
+    lat = {"global": global_latency, "shared": shared_latency, "local": local_latency,
+           "const": CONST_LATENCY_CYCLES, "alu": ALU_LATENCY_CYCLES}
+    ops = _prepared(tuple(instrs))
+    for _ in range(repeat):
+        for ins, (dest, srcs), cls, base in ops:
+            start = t
+            for r in srcs:
+                start = max(start, ready.get(r, 0.0))
+            if base == "DEPBAR":
+                m = re.search(r"0x([0-9a-fA-F]+)|,\s*(\d+)", ins.operands)
+                n = int(m.group(1), 16) if m and m.group(1) else int(m.group(2)) if m else 0
+                done = groups + ([max(open_group)] if open_group else [])
+                if len(done) > n:
+                    start = max(start, max(done[: len(done) - n]))
+            if start > t and any(r in pending_global and pending_global[r] > t for r in srcs):
+                waits += 1
+                most_in_flight = max(most_in_flight, sum(1 for v in set(pending_global.values()) if v > t))
+            t = start + 1.0
+            if base == "LDGSTS":
+                open_group.append(start + global_latency)
+            elif base == "LDGDEPBAR":
+                groups.append(max(open_group) if open_group else start)
+                open_group = []
+            for r in dest:
+                ready[r] = start + lat[cls]
+                if cls == "global":
+                    pending_global[r] = start + lat[cls]
+                else:
+                    pending_global.pop(r, None)
+        ends.append(t)
+    return {"ends": ends, "waits": waits, "most_in_flight": most_in_flight}
+
+
+def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
+    """The main loop's structure as the timing model uses it (``model.facts``):
+
+    * ``loop_trace_cycles[i][j]``: cycles of one steady-state iteration of one warp alone, at global-load
+      latency ``TRACE_GLOBAL_LATENCIES[i]`` and shared-load latency ``TRACE_SHARED_LATENCIES[j]`` (the
+      path issued 4 times with loop-carried registers; the mean of the last two);
+    * ``prologue_trace_cycles``: the same for the code before the loop (in address order, once);
+    * ``loop_global_loads``: global loads (LDG / LDGSTS) per iteration; ``loop_load_waits``: issue stalls on
+      a global load's result per steady iteration at the longest latency (1: all loads are issued before
+      the first use; one per load when each load is used before the next is issued);
+      ``loop_latency_chain``: global-load latencies that add up in one iteration (the table's slope at long
+      latency: 1 when all loads are issued before the first use, one per load when each is used before the
+      next is issued, below 1 when loads of several iterations are in flight, 0 when the latency is hidden
+      behind the warp's own work);
+      ``loop_loads_in_flight``: the most global loads in flight at such a stall;
+    * ``loop_order``: the order of global loads (G), shared stores (S), barriers (B) and FFMA runs (F)."""
+    order = []
+    for i in path:
+        b = i.op.split(".")[0]
+        c = {"LDG": "G", "LDGSTS": "G", "STS": "S", "BAR": "B", "FFMA": "F", "LDS": "L"}.get(b)
+        if c and (not order or order[-1] != c or c in "GSB"):
+            order.append(c)
+    table, pro = [], []
+    for lg in TRACE_GLOBAL_LATENCIES:
+        row = []
+        for ls in TRACE_SHARED_LATENCIES:
+            e = warp_trace(path, lg, ls, repeat=4)["ends"]
+            row.append(round((e[3] - e[1]) / 2.0, 2))
+        table.append(row)
+        pro.append([round(warp_trace(prologue, lg, ls)["ends"][0], 1) for ls in TRACE_SHARED_LATENCIES])
+    hi = TRACE_GLOBAL_LATENCIES[-1]
+    full = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=4)
+    one = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=3)
+    slope = (table[-1][0] - table[-2][0]) / (TRACE_GLOBAL_LATENCIES[-1] - TRACE_GLOBAL_LATENCIES[-2])
+    return {
+        "loop_trace_cycles": table,
+        "prologue_trace_cycles": pro,
+        "loop_global_loads": sum(1 for i in path if i.op.split(".")[0] in ("LDG", "LD", "LDGSTS")),
+        "loop_load_waits": full["waits"] - one["waits"],
+        "loop_latency_chain": round(slope, 4),
+        "loop_loads_in_flight": full["most_in_flight"],
+        "loop_order": "".join(order),
+        "trace_schema": {"global_latencies": list(TRACE_GLOBAL_LATENCIES),
+                         "shared_latencies": list(TRACE_SHARED_LATENCIES),
+                         "alu_latency": ALU_LATENCY_CYCLES},
+    }
+
+
 def analyse_sass(instrs: list[Instr], labels: Mapping[str, int]) -> dict:
     """Histograms and main-loop counts of one function's SASS."""
     body = strip_padding(instrs, labels)
@@ -660,6 +833,8 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int]) -> dict:
         prologue_instructions=sum(1 for i in outside if i.addr < head_addr),
         epilogue_instructions=sum(1 for i in outside if i.addr > head_addr),
     )
+    if path_instrs:
+        out.update(loop_structure(path_instrs, [i for i in outside if i.addr < head_addr]))
     return out
 
 
