@@ -2,6 +2,7 @@
 
     python -m experiments.tune --size 3584 3584 3584 [--rungs 4 5 6] [--budget 8] [--gpu h200] [--dry-run]
     python -m experiments.tune --size 256 8192 4096 --sweep tune_full      # the space of a sweep file
+    python -m experiments.tune --size 3584 3584 3584 --gpus all            # measure on every GPU (Dask)
 
 1. **Rank**: every valid config of the chosen rungs (the register-tiling grid of ``regtile.toml`` for
    rungs 04-06 by default, or the configs of ``--sweep``) is predicted by the timing model
@@ -16,6 +17,10 @@
    between the best rescaled neighbour of the current winner (one parameter one grid step away, or the
    same tile on another rung) and the best rescaled config overall.
 4. Print the winner, its GFLOP/s, its share of cuBLAS in the same run and how many configs were measured.
+
+``--gpus all|0,1`` or ``--scheduler ADDRESS`` measures on the Dask workers a sweep uses
+(:class:`experiments.distributed.DaskMeasure`): each batch's configs in parallel, one worker per GPU;
+this process writes every row, and each row's ``gpu`` block names the device that measured it.
 
 ``--dry-run`` prints the ranked list and needs no GPU. :func:`measure_tasks` takes a list of
 :class:`~experiments.sweep.Task` and a backend, so another engine (e.g. a Dask cluster of GPUs) can run
@@ -308,6 +313,7 @@ def tune(gpu_backend, size, cfgs: Sequence[KernelConfig], out: Path, *, budget: 
     measured_now = reused = 0
     backend.preflight()
     gpu_block = None
+    per_row_gpu = bool(getattr(backend, "per_row_gpu_block", False))
     try:
         with RowWriter(out) as writer:
             while len(guide.measured) < budget:
@@ -339,7 +345,7 @@ def tune(gpu_backend, size, cfgs: Sequence[KernelConfig], out: Path, *, budget: 
 
                 def record(task, m, cublas) -> None:
                     nonlocal gpu_block, measured_now
-                    if gpu_block is None:
+                    if gpu_block is None or per_row_gpu:     # rows from several GPUs: each names its own
                         gpu_block = backend.gpu_block()
                     i = by_key[task.config.key]
                     row = make_row(m, sweep=TUNE_SWEEP, run_id=run_id, gpu=gpu_block, cublas=cublas)
@@ -390,7 +396,25 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--seed", type=int)
+    ap.add_argument("--gpus", metavar="all|ID,...", help="measure on several GPUs of this machine through Dask, "
+                    "one worker per GPU (requirements-cluster.txt; see README 'Many GPUs and hosts')")
+    ap.add_argument("--scheduler", metavar="ADDRESS", help="measure on the workers of a running Dask scheduler "
+                    "(tcp://host:8786); rows come back to this process, which writes them")
+    ap.add_argument("--min-workers", type=int, default=1, help="with --scheduler: wait for this many workers [1]")
     return ap
+
+
+def _tune_cli(args, backend, size, rungs, opts: RunOptions, measure=None) -> tuple[TuneResult, Path]:
+    """main's tuning run on ``backend`` (one GPU, or the Dask workers' stand-in with ``measure``)."""
+    cfgs = space(backend.spec, rungs, args.sweep)
+    if not cfgs:
+        raise SweepError(f"no valid config of rungs {rungs} on {backend.spec.key}")
+    out = args.out or RESULTS_DIR / backend.spec.key / f"{TUNE_SWEEP}.jsonl"
+    print(f"# tune {size[0]}x{size[1]}x{size[2]} on {backend.spec.name}: {len(cfgs)} configs, budget {args.budget}",
+          flush=True)
+    res = tune(backend, size, cfgs, out, budget=args.budget, first=args.first, opts=opts,
+               log=lambda s: print(s, flush=True), measure=measure)
+    return res, out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -406,6 +430,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             rungs = [rung(int(r) if r.isdigit() else r).number for r in args.rungs]
         except ConfigError as exc:
             raise SweepError(f"--rungs: {exc}") from None
+        gpus = None
+        if args.gpus or args.scheduler:   # the sweep's Dask workers: experiments/distributed.py
+            from experiments import distributed as dist  # noqa: PLC0415
+            if args.gpus and args.scheduler:
+                raise SweepError("give --gpus or --scheduler, not both")
+            if args.min_workers < 1:
+                raise SweepError(f"--min-workers must be >= 1, got {args.min_workers}")
+            gpus = dist.parse_gpus(args.gpus) if args.gpus else None
         if args.dry_run:
             from model.spec import load_gpu  # noqa: PLC0415
             spec = load_gpu(args.gpu or "h200")
@@ -420,19 +452,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"a run measures {min(args.budget, len(cfgs))} of them")
             print(format_ranking(cfgs, pred, size, args.top))
             return 0
-        from .sweep import CupyBackend  # noqa: PLC0415
-        backend = CupyBackend()
-        if args.gpu and backend.spec.key != args.gpu.lower():
-            raise SweepError(f"--gpu {args.gpu} given, but the device is {backend.spec.name} ({backend.spec.key})")
-        cfgs = space(backend.spec, rungs, args.sweep)
-        if not cfgs:
-            raise SweepError(f"no valid config of rungs {rungs} on {backend.spec.key}")
-        out = args.out or RESULTS_DIR / backend.spec.key / f"{TUNE_SWEEP}.jsonl"
-        print(f"# tune {size[0]}x{size[1]}x{size[2]} on {backend.spec.name}: {len(cfgs)} configs, budget {args.budget}",
-              flush=True)
-        res = tune(backend, size, cfgs, out, budget=args.budget, first=args.first,
-                   opts=RunOptions(reps=args.reps, warmup=args.warmup, seed=args.seed),
-                   log=lambda s: print(s, flush=True))
+        opts = RunOptions(reps=args.reps, warmup=args.warmup, seed=args.seed)
+        if args.gpus or args.scheduler:   # measure on the workers; this process writes every row
+            why = dist.dask_missing()
+            if why:
+                raise SweepError(why)
+            engine = dist.EngineOptions(gpus=gpus, scheduler=args.scheduler,
+                                        gpu_key=args.gpu.lower() if args.gpu else None,
+                                        # --gpus 0,1: wait for each listed GPU's worker
+                                        min_workers=max(args.min_workers, len(gpus) if isinstance(gpus, tuple) else 1),
+                                        run=opts)
+            with dist.DaskMeasure(engine) as m:
+                res, out = _tune_cli(args, m.backend, size, rungs, opts, measure=m)
+        else:
+            from .sweep import CupyBackend  # noqa: PLC0415
+            backend = CupyBackend()
+            if args.gpu and backend.spec.key != args.gpu.lower():
+                raise SweepError(f"--gpu {args.gpu} given, but the device is {backend.spec.name} ({backend.spec.key})")
+            res, out = _tune_cli(args, backend, size, rungs, opts)
         w = res.winner
         if w is None:
             print(f"no config passed verification ({len(res.rows)} measured)")

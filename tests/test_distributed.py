@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.skipif(dask_missing() is not None, reason=dask_missing(
 
 from experiments import distributed as dist  # noqa: E402
 from model.spec import load_gpu  # noqa: E402
-from tools.dask_kill_stress import FakeGPU, check_file, stress_sweep  # noqa: E402
+from tools.dask_kill_stress import FakeBackend, FakeGPU, check_file, stress_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 H200 = load_gpu("h200")
@@ -272,3 +273,59 @@ def test_tune_runs_on_the_workers(cluster, tmp_path) -> None:
     rows = sw.read_results(out).rows
     assert res.measured_now == len(rows) == 6 and res.winner is not None
     assert all(sw.check_row(r) == [] and r["gpu"]["key"] == "h200" and "uuid" in r["gpu"] for r in rows)
+
+
+@dataclass(frozen=True)
+class PidFakeGPU(FakeGPU):
+    """The fake GPU, each config at its own rate (so the tuner's refinement depends on what it measures), and
+    each measurement saying which worker process made it (``attributes["pid"]``): the truth a row's ``gpu``
+    block is checked against."""
+
+    def __call__(self) -> "_PidBackend":
+        return _PidBackend(self)
+
+
+class _PidBackend(FakeBackend):
+    def _ok(self, cfg, p, rate):
+        import dataclasses
+        import zlib
+        if not cfg.rung:
+            return super()._ok(cfg, p, rate)
+        m = super()._ok(cfg, p, rate * (1 + (zlib.crc32(cfg.key.encode()) % 7) / 10))
+        return dataclasses.replace(m, attributes={**m.attributes, "pid": os.getpid()})
+
+
+def test_tune_cli_with_gpus_measures_on_two_workers_the_configs_one_gpu_would(tmp_path, monkeypatch, capsys) -> None:
+    """python -m experiments.tune --gpus 0,1: the top configs on two fake GPU workers; every row names the
+    worker that measured it, and the configs are those a one-GPU run measures."""
+    from functools import partial
+    tn = pytest.importorskip("experiments.tune", reason="experiments.tune not in this checkout")
+    argv = ["--size", "256", "256", "256", "--rungs", "4", "--budget", "6", "--seed", "2", "--gpu", "h200"]
+    one = tmp_path / "one.jsonl"
+    monkeypatch.setattr(sw, "CupyBackend", PidFakeGPU(0.0))
+    assert tn.main(argv + ["--out", str(one)]) == 0
+    monkeypatch.setattr(dist, "EngineOptions", partial(dist.EngineOptions, backend=PidFakeGPU(0.05)))
+    many = tmp_path / "many.jsonl"
+    assert tn.main(argv + ["--gpus", "0,1", "--out", str(many)]) == 0
+    assert "winner at 256x256x256:" in capsys.readouterr().out
+    rows_one, rows = sw.read_results(one).rows, sw.read_results(many).rows
+    assert len(rows) == 6 and all(sw.check_row(r) == [] for r in rows)
+    assert sorted(r["config_key"] for r in rows) == sorted(r["config_key"] for r in rows_one)
+    assert {r["seed"] for r in rows} == {r["seed"] for r in rows_one} == {2}
+    for r in rows:      # each row's gpu block is the device (worker) that measured it
+        assert r["gpu"]["uuid"] == f"GPU-fake-{r['attributes']['pid']}", r["label"]
+    assert len({r["gpu"]["uuid"] for r in rows}) == 2, "both workers should have measured"
+    assert {r["gpu"]["cuda_visible_devices"] for r in rows} == {"0,1", "1,0"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--gpus", "0,x"], "--gpus '0,x'"),
+    (["--gpus", "1,1", "--dry-run"], "distinct device ids"),
+    (["--gpus", "all", "--scheduler", "tcp://127.0.0.1:1"], "not both"),
+    (["--scheduler", "tcp://127.0.0.1:9", "--min-workers", "0"], "--min-workers"),
+])
+def test_tune_bad_engine_arguments_exit_2(argv, message, capsys) -> None:
+    tn = pytest.importorskip("experiments.tune", reason="experiments.tune not in this checkout")
+    assert tn.main(["--size", "64", "64", "64"] + argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
