@@ -231,10 +231,12 @@ def find_files(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
-def load(paths: Sequence[str | Path] | None = None) -> list[Measurement]:
+def load(paths: Sequence[str | Path] | None = None, forced_residency: bool = False) -> list[Measurement]:
     """Every measurement row in ``paths`` (files or folders; default: the shipped H200 folder).
 
-    ncu lines are skipped; blank lines are ignored. A missing *default* folder gives an empty list
+    ncu lines are skipped; blank lines are ignored. Rows run at a forced residency (extra unused shared
+    memory, ``target_blocks_per_sm`` set: experiments/residency.py) are a different experiment from the
+    config at its own occupancy and are skipped unless ``forced_residency``. A missing *default* folder gives an empty list
     (the data may not be shipped yet); a missing explicit path raises :class:`DataError`.
     """
     if not paths:
@@ -259,6 +261,8 @@ def load(paths: Sequence[str | Path] | None = None) -> list[Measurement]:
                 hint = (" (the last line of the file: a run cut off mid-write? `python -m experiments.sweep` "
                         "cuts it off when it resumes)") if i == len(text.splitlines()) else ""
                 raise DataError(f"{where}: invalid JSON: {e}{hint}") from None
+            if not forced_residency and isinstance(obj, dict) and obj.get("target_blocks_per_sm") is not None:
+                continue
             row = parse_row(obj, where)
             if row is not None:
                 rows.append(row)

@@ -147,6 +147,26 @@ def measure(out: Path, reps: int, say=lambda s: print(s, file=sys.stderr, flush=
     return 0
 
 
+def score(pred_path: Path, meas_path: Path) -> tuple[list[dict], dict]:
+    """Predictions committed before measuring against the measured forced-residency rows, matched on
+    (config, size, target blocks per SM). Returns per-row dicts and summary statistics (GFLOP/s errors)."""
+    from experiments.predict import read_predictions
+    pred = {(r["config"], r["M"], r["N"], r["K"], r["target_blocks_per_sm"]): r for r in read_predictions(pred_path)}
+    rows = []
+    for line in meas_path.read_text(encoding="utf-8").splitlines():
+        m = json.loads(line)
+        key = (m["config_key"], m["M"], m["N"], m["K"], m.get("target_blocks_per_sm"))
+        p = pred.get(key)
+        if p is None or m.get("status") != "ok" or not m.get("verified") or not p.get("time_s"):
+            continue
+        rows.append({"label": m["label"], "b": key[-1], "natural": p.get("natural_blocks_per_sm"),
+                     "driver": m.get("occupancy_driver"), "pred_flop_per_s": p["flop_per_s"],
+                     "meas_flop_per_s": m["flop_per_s"], "error": m["median_s"] / p["time_s"] - 1.0})
+    err = [abs(r["error"]) for r in rows]
+    summary = {"rows": len(rows), "mape": sum(err) / len(err) if err else None, "max": max(err, default=None)}
+    return rows, summary
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.residency", description=__doc__.split("\n\n")[0])
     ap.add_argument("--predict-only", action="store_true", help="write the model's predictions (no GPU)")
@@ -155,7 +175,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="output file (default: results/<gpu>/residency.jsonl, or "
                                              "predictions/residency.jsonl with --predict-only)")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--score", nargs=2, type=Path, metavar=("PREDICTIONS", "RESULTS"),
+                    help="score committed predictions against measured rows (no GPU)")
     a = ap.parse_args(argv)
+    if a.score:
+        try:
+            rows, summary = score(*a.score)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"error: cannot score {a.score[0]} against {a.score[1]}: {exc}", file=sys.stderr)
+            return 2
+        print(f"{'config':<30} {'b':>2} {'natural':>7} {'driver':>6} {'pred GFLOP/s':>12} {'meas':>8} {'error':>7}")
+        for r in rows:
+            print(f"{r['label']:<30} {r['b']:>2} {r['natural']!s:>7} {r['driver']!s:>6} "
+                  f"{r['pred_flop_per_s'] / 1e9:12.0f} {r['meas_flop_per_s'] / 1e9:8.0f} {100 * r['error']:+6.1f}%")
+        if summary["rows"]:
+            print(f"{summary['rows']} rows: MAPE {100 * summary['mape']:.1f} %, max {100 * summary['max']:.1f} %")
+        return 0
     if a.reps < 10:
         print("error: --reps must be at least 10", file=sys.stderr)
         return 2

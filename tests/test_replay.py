@@ -77,5 +77,6 @@ def test_every_row_follows_its_schema(path: Path) -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_duplicate_final_rows(path: Path) -> None:
-    keys = [(r["config_key"], r["M"], r["N"], r["K"]) for r in load(path) if r.get("schema") == sw.SCHEMA]
+    keys = [(r["config_key"], r["M"], r["N"], r["K"], r.get("target_blocks_per_sm"))
+            for r in load(path) if r.get("schema") == sw.SCHEMA]
     assert len(keys) == len(set(keys)), f"{path}: the same (config, size) appears twice"

@@ -22,22 +22,26 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-EXCLUDED_PREFIXES = ("holdout", "residency")
-"""Files never calibrated on: the hold-out set scores the calibration; forced-residency rows run at a
-residency the occupancy calculator does not give."""
+CALIBRATION_FILES = ("blocks.jsonl", "edge_dev.jsonl", "ladder.jsonl", "regtile.jsonl")
+"""The development sets, the only files calibrated on. Every other file is scored, never fitted: the
+hold-out and the validation sets (holdout, edge_val), the forced-residency rows (a residency the occupancy
+calculator does not give), and the sweeps whose predictions were committed before they ran (warptile,
+splitk, tune_full, ...), so a new sweep is never calibrated on by accident."""
 
 
 def _excluded(source: str) -> bool:
-    name = Path(source.rsplit(":", 1)[0]).name
-    return name.startswith(EXCLUDED_PREFIXES) or "_val" in name
+    return Path(source.rsplit(":", 1)[0]).name not in CALIBRATION_FILES
 
 
-def calibration_rows(rows, traced_only: bool = False) -> list:
+def calibration_rows(rows, traced_only: bool = False, until: str | None = None) -> list:
     """The rows a calibration uses: verified rows of rungs >= 1, less the hold-out, residency and validation
-    files; with ``traced_only`` only those whose configs have a main-loop trace in the compiler facts."""
+    files; with ``traced_only`` only those whose configs have a main-loop trace in the compiler facts; with
+    ``until`` (ISO date) only rows measured up to then: rows added to a development file later (e.g. a new
+    rung's rows in ladder.jsonl, whose predictions were committed first) are scored, not fitted, until the
+    next calibration."""
     from analysis.data import resolve_gpu
     from model.facts import facts_for
-    out = [r for r in rows if r.rung >= 1 and not _excluded(r.source)]
+    out = [r for r in rows if r.rung >= 1 and not _excluded(r.source) and (until is None or r.date <= until)]
     if traced_only and out:
         arch = resolve_gpu(out[0].device).arch
         out = [r for r in out if (f := facts_for(r.config, arch)) is not None and f.loop_trace_cycles]
@@ -78,6 +82,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="print the cross-validated statistics as JSON")
     ap.add_argument("--traced-only", action="store_true",
                     help="only rows whose configs have a main-loop trace in the compiler facts")
+    ap.add_argument("--until", metavar="ISO_DATE",
+                    help="only rows measured up to this date (e.g. 2026-11-30T14:00:00+00:00); stored as data_until")
     args = ap.parse_args(argv)
     return run(lambda: _calibrate(args))
 
@@ -90,7 +96,7 @@ def _calibrate(args) -> int:
     from model import timing
     input_files(args.data)
     out_file = output_file(args.out, (".json",), "--out") if args.out else None
-    rows = calibration_rows(scored(latest(load(args.data or None))), args.traced_only)
+    rows = calibration_rows(scored(latest(load(args.data or None))), args.traced_only, args.until)
     if not rows:
         raise BadInput(f"no verified measurement rows to calibrate on in {', '.join(args.data) or 'the default data'}")
     gpu = resolve_gpu(rows[0].device)
@@ -106,6 +112,7 @@ def _calibrate(args) -> int:
     stats = loro_stats(rows, res["predicted_loro_s"])
     files = ", ".join(sorted({Path(r.source.rsplit(":", 1)[0]).name for r in rows}))
     what = (f"{len(rows)} verified rows of {gpu.key} ({files})"
+            + (f" measured up to {args.until}" if args.until else "")
             + ("; only configs with a main-loop trace in the compiler facts" if args.traced_only else ""))
     a = res["all"]
     if args.json:
@@ -129,6 +136,7 @@ def _calibrate(args) -> int:
             "schema": "gemmscope.calibration", "schema_version": 2,
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "gpu": gpu.key, "rows": len(rows), "traced_only": bool(args.traced_only),
+            "data_until": args.until or max(r.date for r in rows),
             "all": {**a.to_json(), "calibrated_on": f"all {what}"},
             "loro": {str(q): {**p.to_json(), "calibrated_on": f"{what}, rung {q:02d} left out"}
                      for q, p in res["loro"].items()},
