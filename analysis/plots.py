@@ -611,20 +611,52 @@ def _render(kind: str) -> tuple[str, Path]:
     return kind, {"roofline": roofline, "scatter": scatter, "sizes": sizes, "errors": errors}[kind](j["cmp"], out)
 
 
-def all_plots(cmp, outdir, gpu=None, notes: dict | None = None, progress=None, workers: int | None = None
-              ) -> dict[str, Path]:
+def all_plots(cmp, outdir, gpu=None, notes: dict | None = None, progress=None, workers: int | None = None,
+              key: str | None = None) -> dict[str, Path]:
     """Every plot into ``outdir`` (``<kind>.png``). With ``cmp=None`` only the data-free ones: the
     occupancy plot and a predictions-only roofline of ``gpu`` (when given).
 
     The plots are independent, so they are drawn by ``workers`` forked processes (default: the CPU count,
     at most 4; 1 draws them here), which inherit ``cmp`` instead of recomputing it; ``progress(kind)`` is
-    called as each one is written."""
+    called as each one is written.
+
+    ``key``: a fingerprint of everything the plots depend on (the data files and the sources: see
+    :func:`analysis.report.inputs_key`). A figure whose sidecar ``.<kind>.key`` holds the same key is not
+    drawn again."""
     import os
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     tick = progress or (lambda name: None)
     kinds = (["roofline", "scatter", "sizes", "errors"] if cmp is not None else
              (["roofline"] if gpu is not None else [])) + ["occupancy"]
+    done: dict[str, Path] = {}
+    if key is not None and not os.environ.get("GEMMSCOPE_NO_CACHE"):
+        for k in kinds:
+            side, png = outdir / f".{k}.key", outdir / f"{k}.png"
+            try:
+                if png.is_file() and side.read_text(encoding="utf-8") == f"{key}-{cmp is None}":
+                    done[k] = png
+                    tick(k)
+            except OSError:
+                pass
+        kinds = [k for k in kinds if k not in done]
+    out = _draw(kinds, cmp, outdir, gpu, notes, tick, workers)
+    if key is not None:
+        for k in out:
+            try:
+                (outdir / f".{k}.key").write_text(f"{key}-{cmp is None}", encoding="utf-8")
+            except OSError:
+                pass
+    out.update(done)
+    order = (["roofline", "scatter", "sizes", "errors"] if cmp is not None else
+             (["roofline"] if gpu is not None else [])) + ["occupancy"]
+    return {k: out[k] for k in order}
+
+
+def _draw(kinds, cmp, outdir, gpu, notes, tick, workers) -> dict[str, Path]:
+    import os
+    if not kinds:
+        return {}
     _JOB.clear()
     _JOB.update(cmp=cmp, gpu=gpu, notes=notes, outdir=outdir)
     workers = min(4, os.cpu_count() or 1) if workers is None else workers

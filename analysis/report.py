@@ -435,6 +435,25 @@ def _progress(total: int):
     return stages(total, "report")
 
 
+def inputs_key(data_paths=None) -> str:
+    """SHA-256 fingerprint of what the report's figures depend on: the data files read and every source
+    and data file of the model, the analysis and the GPU specs (so a figure is redrawn when any changes)."""
+    import hashlib
+    from .data import DEFAULT_DATA, find_files
+    root = Path(__file__).resolve().parent.parent
+    try:
+        files = find_files(data_paths or ([DEFAULT_DATA] if DEFAULT_DATA.is_dir() else []))
+    except Exception:  # noqa: BLE001 - load() reports bad paths; no key means no reuse
+        return ""
+    files += sorted(p for d in ("analysis", "model", "gpus") for p in (root / d).rglob("*")
+                    if p.is_file() and p.suffix in (".py", ".json", ".toml"))
+    h = hashlib.sha256()
+    for p in files:
+        h.update(str(p).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:24]
+
+
 def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     """Write the report; returns ``{"path", "figures", "comparison", "no_data"}`` (no printing)."""
     from model.registry import classic_configs, is_valid
@@ -465,7 +484,7 @@ def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     step("predicted")
     notes = block_size_notes([seed_gpu, h200], rows)
     figs = plots.all_plots(cmp, fig_dir, gpu=None if cmp is not None else h200, notes=notes,
-                           progress=lambda k: step(f"plot {k}"))
+                           progress=lambda k: step(f"plot {k}"), key=inputs_key(data_paths) or None)
     data_arg = "".join(f" {p}" for p in (data_paths or []))
     parts = [_intro(), _intensity_section(seed_gpu, ladder),
              _occupancy_section(seed_gpu, h200, rows, figs, out_dir), _ladder_section(seed_gpu, ladder),

@@ -72,6 +72,15 @@ def simulated_counts(cfg: KernelConfig):
     return simulate(cfg, *probe_size(cfg), plan="sass").per_block_iteration
 
 
+def simulated_extras(cfg: KernelConfig) -> dict:
+    """The other size-independent simulator facts the timing model uses: the K depth of one iteration
+    (``k_tile``, from the probe's iteration count) and the 128-byte lines of one block's C stores."""
+    from .simulate import block_store_lines, simulate
+    K = probe_size(cfg)[2]
+    T = simulate(cfg, *probe_size(cfg), plan="sass").k_iterations
+    return {"k_tile": max(1, -(-K // max(T, 1))), "store_lines": int(block_store_lines(cfg))}
+
+
 # ==================================================================================================
 # Versioning and the cache file
 # ==================================================================================================
@@ -116,6 +125,7 @@ class CountsCache:
     def __init__(self, path: Path = COUNTS_FILE) -> None:
         self.path = Path(path)
         self.counts: Mapping[str, object] = {}
+        self.extras: Mapping[str, dict] = {}
         self.digest: str | None = None
         self.closed_form_checked = False
         self.stale_reason: str | None = None
@@ -132,6 +142,7 @@ class CountsCache:
                                  f"{simulator_digest()}")
             return
         self.counts = _LazyCounts(d["counts"])
+        self.extras: Mapping[str, dict] = d.get("extras", {})
         self.closed_form_checked = bool(d.get("closed_form_checked"))
 
     @property
@@ -159,6 +170,12 @@ def steady_counts(cfg: KernelConfig, cache_path: str | Path | None = None):
     if c.fresh and c.closed_form_checked and cfg.rung in CLOSED_FORM_RUNGS:
         return closed_form_counts(cfg)
     return simulated_counts(cfg)
+
+
+def steady_extras(cfg: KernelConfig, cache_path: str | Path | None = None) -> dict:
+    """:func:`simulated_extras` of ``cfg``: from the fresh cache, else simulated."""
+    hit = _cache(str(cache_path or COUNTS_FILE)).extras.get(cfg.key)
+    return dict(hit) if hit is not None else simulated_extras(cfg)
 
 
 def clear_caches() -> None:
@@ -472,10 +489,11 @@ def ship(path: Path = COUNTS_FILE, cfgs: Sequence[KernelConfig] | None = None,
          log=lambda s: print(s, file=sys.stderr)) -> dict:
     """Simulate every shipped config, check the closed form against it, write the cache file."""
     cfgs = list(cfgs if cfgs is not None else shipped_configs())
-    counts, mismatch = {}, []
+    counts, extras, mismatch = {}, {}, []
     for i, c in enumerate(cfgs):
         sim = simulated_counts(c)
         counts[c.key] = asdict(sim)
+        extras[c.key] = simulated_extras(c)
         if c.rung in CLOSED_FORM_RUNGS and closed_form_counts(c) != sim:
             mismatch.append(c.key)
         if (i + 1) % 200 == 0:
@@ -484,7 +502,7 @@ def ship(path: Path = COUNTS_FILE, cfgs: Sequence[KernelConfig] | None = None,
            "probe": "M = 2 BM, N = 2 BN, K = max(64, 4 BK); plan = 'sass'",
            "generator": "python -m model.counts --ship",
            "closed_form_checked": not mismatch, "closed_form_mismatches": mismatch,
-           "counts": dict(sorted(counts.items()))}
+           "counts": dict(sorted(counts.items())), "extras": dict(sorted(extras.items()))}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n")
     log(f"wrote {path}: {len(counts)} configs, digest {doc['digest']}, closed form "

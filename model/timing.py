@@ -228,22 +228,21 @@ def _estimate_trace(instr: float) -> tuple:
 
 @lru_cache(maxsize=100_000)
 def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profile:
+    from .counts import steady_counts, steady_extras
     from .facts import facts_for
-    from .simulate import simulate
 
     g = geometry(cfg)
     # One steady-state iteration: an interior-only problem of two tiles per dimension, K long enough
-    # that rows of A lie in different 128-byte lines (as at any real size).
-    probe = (2 * g.BM, 2 * g.BN, max(64, 4 * g.BK))
-    sim = simulate(cfg, *probe, plan="sass")
-    b = sim.per_block_iteration
-    k_tile = max(1, -(-probe[2] // max(sim.k_iterations, 1)))
+    # that rows of A lie in different 128-byte lines (as at any real size): model.counts.probe_size,
+    # simulated once per config and cached (model/data/counts/counts.json).
+    b = steady_counts(cfg)
+    extras = steady_extras(cfg)
+    k_tile = int(extras["k_tile"])
     f = facts_for(cfg, arch)
     regs = registers or (f.registers if f is not None else None) or min_registers(g)
     ffma_per_warp_it = b.ffma_warp / max(b.warps, 1)
     store_sectors = float(b.gst_sectors)
-    from .simulate import block_store_lines
-    store_lines = float(block_store_lines(cfg))
+    store_lines = float(extras["store_lines"])
     if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
         per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
         instr = f.loop_path_instructions * per

@@ -184,3 +184,26 @@ def test_dodge_keeps_large_groups_local() -> None:
     assert xs[200] == 1.0                                           # a lone point stays put
     two = plots._dodge([5.0, 5.0])
     assert two[1] / two[0] == pytest.approx(1.07)
+
+
+def test_all_plots_reuses_a_figure_only_for_the_same_inputs_key(tmp_path: Path) -> None:
+    drawn = []
+    first = plots.all_plots(None, tmp_path, key="k1", workers=1)
+    png = first["occupancy"]
+    stamp = png.stat().st_mtime_ns
+    png.write_bytes(png.read_bytes())            # a new mtime we can tell apart
+    kept = png.stat().st_mtime_ns
+    plots.all_plots(None, tmp_path, key="k1", workers=1, progress=drawn.append)
+    assert png.stat().st_mtime_ns == kept and drawn == ["occupancy"], "same key: reused, not drawn"
+    plots.all_plots(None, tmp_path, key="k2", workers=1)
+    assert png.stat().st_mtime_ns != kept, "another key: drawn again"
+    assert (tmp_path / ".occupancy.key").read_text().startswith("k2") and stamp
+
+
+def test_inputs_key_changes_with_the_data(tmp_path: Path) -> None:
+    from analysis.report import inputs_key
+    f = tmp_path / "a.jsonl"
+    f.write_text("{}\n")
+    k1 = inputs_key([f])
+    f.write_text("{} \n")
+    assert inputs_key([f]) != k1 and len(k1) == 24
