@@ -285,7 +285,52 @@ def _occupancy_section(seed_gpu, h200, rows, figs: dict, root: Path) -> str:
                   "*Blocks and active threads per SM against threads per block, coloured by the limit that binds; "
                   "under each GPU the model's times for the two naive blocks (and the H200's measured ones). "
                   "Command: `python analyze.py plot occupancy`.*", ""]
+    lines += _residency_lines()
     return "\n".join(lines)
+
+
+def _residency_lines() -> list[str]:
+    """The seed's case measured: the H200 run at forced residency (experiments/residency.py), scored on the
+    predictions committed before it ran. Empty when either file is missing."""
+    root = Path(__file__).resolve().parent.parent
+    pred = root / "experiments" / "predictions" / "residency.jsonl"
+    meas = root / "experiments" / "results" / MEASURED_GPU / "residency.jsonl"
+    if not (pred.is_file() and meas.is_file()):
+        return []
+    from experiments.residency import score
+    try:
+        rows, summary = score(pred, meas)
+    except (OSError, ValueError, KeyError):
+        return []
+    if not rows:
+        return []
+    out = ["### The seed's case, measured: the H200 at forced residency", "",
+           "The H200 never runs a 32x32 block alone on an SM, so the seed's case was made on it: the same kernels "
+           "launched with unused dynamic shared memory so that only b blocks fit per SM "
+           "(`../shared/reference/forced-residency.md`). b = 1 block of 1024 threads is the RTX 4060's 32x32 "
+           "case (32 warps), b = 6 blocks of 256 its 16x16 case (48 warps); the rates stay the H200's. The "
+           "model's predictions were committed before the run (`experiments/predictions/residency.jsonl`).", "",
+           _cmd("python -m experiments.residency --score experiments/predictions/residency.jsonl "
+                "experiments/results/h200/residency.jsonl"), "",
+           "| kernel | blocks/SM b | predicted GFLOP/s | measured GFLOP/s | error |", "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['label']} | {r['b']} | {r['pred_flop_per_s'] / 1e9:,.0f} | {r['meas_flop_per_s'] / 1e9:,.0f} "
+                   f"| {100 * r['error']:+.1f} % |")
+    get = {(r["label"], r["b"]): r for r in rows}
+    a, b = get.get(("01 naive 32x32", 1)), get.get(("01 naive 16x16", 6))
+    out += ["", f"{summary['rows']} rows, MAPE {100 * summary['mape']:.1f} % (max {100 * summary['max']:.1f} %)."]
+    if a and b:
+        faster_m = "32x32" if a["meas_flop_per_s"] > b["meas_flop_per_s"] else "16x16"
+        faster_p = "32x32" if a["pred_flop_per_s"] > b["pred_flop_per_s"] else "16x16"
+        out += ["", f"At the RTX 4060's residency the naive 32x32 block (b = 1, 32 warps) measured "
+                    f"{a['meas_flop_per_s'] / 1e9:,.0f} GFLOP/s and 16x16 (b = 6, 48 warps) "
+                    f"{b['meas_flop_per_s'] / 1e9:,.0f}: {faster_m} is faster on the H200's memory system; the model "
+                    f"predicted {a['pred_flop_per_s'] / 1e9:,.0f} and {b['pred_flop_per_s'] / 1e9:,.0f} ({faster_p} "
+                    "faster)" + (", the right direction." if faster_m == faster_p else
+                                 ", the wrong direction: it over-charges the latency a block of 32 warps leaves exposed "
+                                 "(most of its rows at b = 1 and 2 are pessimistic, by up to 46 %), so the RTX 4060 verdict above is the "
+                                 "model's, not a measurement.")]
+    return out + [""]
 
 
 def _ladder_section(gpu, preds) -> str:
@@ -454,6 +499,39 @@ def inputs_key(data_paths=None) -> str:
     return h.hexdigest()[:24]
 
 
+def _tuning_section(fig_dir: Path, root: Path) -> str:
+    """Model-guided tuning: the Kernel Tuner comparison (analysis.tuning, replayed on the CPU) and the
+    tune runs on the H200 scored against full sweeps (experiments.score_tune). Empty without the data."""
+    import hashlib
+    from . import tuning
+    if not tuning.CACHE.is_file():
+        return ""
+    doc = tuning.load()
+    lines = [tuning.markdown_section(doc).rstrip(), ""]
+    png = fig_dir / "tuning.png"
+    key = hashlib.sha256(tuning.CACHE.read_bytes() + Path(tuning.__file__).read_bytes()).hexdigest()[:24]
+    side = fig_dir / ".tuning.key"
+    try:
+        fresh = png.is_file() and side.read_text(encoding="utf-8") == key
+    except OSError:
+        fresh = False
+    if not fresh:
+        tuning.save_plot(png, doc)
+        side.write_text(key, encoding="utf-8")
+    lines += [_img(png, root, "measurements needed to get within 3 % of the best, per strategy"), "",
+              "*Median measured configs to reach within 3 % of each space's best, per search strategy (log "
+              "scale). Command: `python -m analysis.tuning`.*", ""]
+    score = Path(__file__).resolve().parent.parent / "experiments" / "results" / MEASURED_GPU / "logs" / \
+        "2026-11-30-final" / "score.txt"
+    if score.is_file():
+        lines += ["On the H200, `python -m experiments.tune --budget 8` at three sizes no sweep had measured, "
+                  "against the full sweep of the same space (327 configs of rung 06) measured after it "
+                  "(`experiments/device_tune.sh`, 2026-11-30; `python -m experiments.score_tune "
+                  "experiments/results/h200/tune.jsonl experiments/results/h200/tune_full.jsonl`):", "",
+                  "```text", score.read_text(encoding="utf-8").rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
 def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     """Write the report; returns ``{"path", "figures", "comparison", "no_data"}`` (no printing)."""
     from model.registry import classic_configs, is_valid
@@ -488,7 +566,8 @@ def build(out_dir, data_paths=None, progress: bool = False) -> dict:
     data_arg = "".join(f" {p}" for p in (data_paths or []))
     parts = [_intro(), _intensity_section(seed_gpu, ladder),
              _occupancy_section(seed_gpu, h200, rows, figs, out_dir), _ladder_section(seed_gpu, ladder),
-             _measured_section(cmp, rows, figs, out_dir, no_data, data_arg), _glossary(ladder, cmp)]
+             _measured_section(cmp, rows, figs, out_dir, no_data, data_arg), _tuning_section(fig_dir, out_dir),
+             _glossary(ladder, cmp)]
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(parts).rstrip() + "\n", encoding="utf-8")
     step("written")
