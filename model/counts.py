@@ -174,8 +174,13 @@ def steady_counts(cfg: KernelConfig, cache_path: str | Path | None = None):
 
 def steady_extras(cfg: KernelConfig, cache_path: str | Path | None = None) -> dict:
     """:func:`simulated_extras` of ``cfg``: from the fresh cache, else simulated."""
-    hit = _cache(str(cache_path or COUNTS_FILE)).extras.get(cfg.key)
-    return dict(hit) if hit is not None else simulated_extras(cfg)
+    c = _cache(str(cache_path or COUNTS_FILE))
+    hit = c.extras.get(cfg.key)
+    if hit is not None:
+        return dict(hit)
+    if c.fresh and c.closed_form_checked and cfg.rung in CLOSED_FORM_RUNGS:
+        return closed_form_extras(cfg)
+    return simulated_extras(cfg)
 
 
 def clear_caches() -> None:
@@ -268,8 +273,8 @@ def _tile_load(threads: int, rows: int, row_len: int, vec: int, ld: int, rho: in
 
 @functools.lru_cache(maxsize=None)
 def _c_store(rung: int, BM: int, BN: int, TM: int, TN: int, threads: int, N: int, rho: int, bx: int,
-             coalesced: int) -> tuple[int, int]:
-    """(requests, sectors) of one interior block's C stores."""
+             coalesced: int) -> tuple[int, int, int]:
+    """(requests, sectors, 128-byte line wavefronts) of one interior block's C stores."""
     tid, real, tpad = _lanes(threads)
     if rung == 1:
         tx, ty = tid % bx, tid // bx
@@ -294,8 +299,8 @@ def _c_store(rung: int, BM: int, BN: int, TM: int, TN: int, threads: int, N: int
         j = np.tile(np.arange(0, TN, 4, dtype=np.int64), TM)[:, None]
         off = (ty[None] * TM + i) * N + tx[None] * TN + j
         act, w = np.broadcast_to(real[None], off.shape), 4
-    r, s, _, _ = _global_counts(off + rho, act, w)
-    return r, s
+    r, s, lines, _ = _global_counts(off + rho, act, w)
+    return r, s, lines
 
 
 def _sts_rows(width: int, addr: np.ndarray, act: np.ndarray) -> tuple[int, int, int]:
@@ -354,6 +359,21 @@ def _lds_bank(threads: int, div: int, mul_q: int, mul_r: int, off: int, width: i
 
 
 _LDS_CONF: dict[tuple, tuple[int, int, int]] = {}
+
+
+def closed_form_extras(cfg: KernelConfig) -> dict:
+    """:func:`simulated_extras` without the simulator (rungs of :data:`CLOSED_FORM_RUNGS`): one iteration
+    covers the block's K depth ``BK`` of the geometry, and the C-store lines come from the same interior
+    store pattern as the closed-form counts."""
+    g = geometry(cfg)
+    N = 2 * g.BN
+    rho = _residues(cfg.rung == 1, g.BM, g.BN, g.BK)
+    if cfg.rung == 1:
+        p = cfg.p
+        gst = _c_store(1, g.BM, g.BN, 1, 1, g.threads, N, rho["C"], p["BX"], p["COALESCED"])
+    else:
+        gst = _c_store(cfg.rung, g.BM, g.BN, g.TM, g.TN, g.threads, N, rho["C"], 0, 0)
+    return {"k_tile": int(g.BK), "store_lines": int(gst[2])}
 
 
 @functools.lru_cache(maxsize=None)
@@ -494,7 +514,7 @@ def ship(path: Path = COUNTS_FILE, cfgs: Sequence[KernelConfig] | None = None,
         sim = simulated_counts(c)
         counts[c.key] = asdict(sim)
         extras[c.key] = simulated_extras(c)
-        if c.rung in CLOSED_FORM_RUNGS and closed_form_counts(c) != sim:
+        if c.rung in CLOSED_FORM_RUNGS and (closed_form_counts(c) != sim or closed_form_extras(c) != extras[c.key]):
             mismatch.append(c.key)
         if (i + 1) % 200 == 0:
             log(f"{i + 1}/{len(cfgs)} configs simulated")

@@ -34,6 +34,15 @@ def test_closed_form_equals_the_cache_for_every_shipped_config() -> None:
     assert len(cfgs) >= 1290 and {x.rung for x in cfgs} >= {1, 2, 3, 4, 5, 6}
     bad = [x.key for x in cfgs if x.rung in counts.CLOSED_FORM_RUNGS and counts.closed_form_counts(x) != c.counts[x.key]]
     assert not bad, bad[:5]
+    # and the other size-independent facts the timing model reads (k_tile, C-store lines)
+    bad = [x.key for x in cfgs if x.rung in counts.CLOSED_FORM_RUNGS and counts.closed_form_extras(x) != c.extras[x.key]]
+    assert not bad, bad[:5]
+
+
+def test_cached_extras_equal_the_simulator_on_a_sample() -> None:
+    c = counts.CountsCache()
+    for k in random.Random(5).sample(sorted(c.extras), 25):
+        assert c.extras[k] == counts.simulated_extras(KernelConfig.parse(k)), k
 
 
 def test_cache_equals_the_simulator_on_a_sample_of_shipped_configs() -> None:
