@@ -623,34 +623,46 @@ def all_plots(cmp, outdir, gpu=None, notes: dict | None = None, progress=None, w
     ``key``: a fingerprint of everything the plots depend on (the data files and the sources: see
     :func:`analysis.report.inputs_key`). A figure whose sidecar ``.<kind>.key`` holds the same key is not
     drawn again."""
-    import os
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     tick = progress or (lambda name: None)
     kinds = (["roofline", "scatter", "sizes", "errors"] if cmp is not None else
              (["roofline"] if gpu is not None else [])) + ["occupancy"]
-    done: dict[str, Path] = {}
-    if key is not None and not os.environ.get("GEMMSCOPE_NO_CACHE"):
-        for k in kinds:
-            side, png = outdir / f".{k}.key", outdir / f"{k}.png"
-            try:
-                if png.is_file() and side.read_text(encoding="utf-8") == f"{key}-{cmp is None}":
-                    done[k] = png
-                    tick(k)
-            except OSError:
-                pass
-        kinds = [k for k in kinds if k not in done]
-    out = _draw(kinds, cmp, outdir, gpu, notes, tick, workers)
-    if key is not None:
-        for k in out:
-            try:
-                (outdir / f".{k}.key").write_text(f"{key}-{cmp is None}", encoding="utf-8")
-            except OSError:
-                pass
+    tag = None if key is None else f"{key}-{cmp is None}"
+    done = {k: outdir / f"{k}.png" for k in kinds if figure_is_current(outdir / f"{k}.png", tag)}
+    for k in done:
+        tick(k)
+    out = _draw([k for k in kinds if k not in done], cmp, outdir, gpu, notes, tick, workers)
+    for path in out.values():
+        mark_figure(path, tag)
     out.update(done)
-    order = (["roofline", "scatter", "sizes", "errors"] if cmp is not None else
-             (["roofline"] if gpu is not None else [])) + ["occupancy"]
-    return {k: out[k] for k in order}
+    return {k: out[k] for k in kinds}
+
+
+def _key_file(png: Path) -> Path:
+    return png.with_name(f".{png.stem}.key")
+
+
+def figure_is_current(png: Path, key: str | None) -> bool:
+    """True when ``png`` exists and was drawn from inputs with this ``key`` (its sidecar ``.<stem>.key``);
+    never with no key or with ``GEMMSCOPE_NO_CACHE`` set."""
+    import os
+    if key is None or os.environ.get("GEMMSCOPE_NO_CACHE"):
+        return False
+    try:
+        return png.is_file() and _key_file(png).read_text(encoding="utf-8") == key
+    except OSError:
+        return False
+
+
+def mark_figure(png: Path, key: str | None) -> None:
+    """Record that ``png`` was drawn from inputs with this ``key`` (nothing without a key)."""
+    if key is None:
+        return
+    try:
+        _key_file(png).write_text(key, encoding="utf-8")
+    except OSError:
+        pass
 
 
 def _draw(kinds, cmp, outdir, gpu, notes, tick, workers) -> dict[str, Path]:

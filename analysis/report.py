@@ -503,21 +503,16 @@ def _tuning_section(fig_dir: Path, root: Path) -> str:
     """Model-guided tuning: the Kernel Tuner comparison (analysis.tuning, replayed on the CPU) and the
     tune runs on the H200 scored against full sweeps (experiments.score_tune). Empty without the data."""
     import hashlib
-    from . import tuning
+    from . import plots, tuning
     if not tuning.CACHE.is_file():
         return ""
     doc = tuning.load()
     lines = [tuning.markdown_section(doc).rstrip(), ""]
     png = fig_dir / "tuning.png"
     key = hashlib.sha256(tuning.CACHE.read_bytes() + Path(tuning.__file__).read_bytes()).hexdigest()[:24]
-    side = fig_dir / ".tuning.key"
-    try:
-        fresh = png.is_file() and side.read_text(encoding="utf-8") == key
-    except OSError:
-        fresh = False
-    if not fresh:
+    if not plots.figure_is_current(png, key):
         tuning.save_plot(png, doc)
-        side.write_text(key, encoding="utf-8")
+        plots.mark_figure(png, key)
     lines += [_img(png, root, "measurements needed to get within 3 % of the best, per strategy"), "",
               "*Median measured configs to reach within 3 % of each space's best, per search strategy (log "
               "scale). Command: `python -m analysis.tuning`.*", ""]

@@ -63,6 +63,15 @@ def prediction_rows(sweep, spec, model: str = "timing", skip: set | None = None)
     return rows
 
 
+def write_predictions(path: Path, rows: Sequence[dict]) -> None:
+    """Write prediction rows as JSON Lines to a NEW file (``FileExistsError`` if it exists: a committed
+    predictions file is never overwritten)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "x", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+
+
 def read_predictions(path: str | Path) -> list[dict]:
     """The rows of a predictions file (schema checked); raises ValueError naming the problem."""
     p = Path(path)
@@ -118,10 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     rows = prediction_rows(sweep, spec, a.model, skip)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "x", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, sort_keys=True) + "\n")
+    write_predictions(out, rows)
     print(f"{len(rows)} predictions for sweep {sweep.name} on {spec.key} written to {out}")
     return 0
 

@@ -211,10 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if out.exists():
             print(f"error: {out} exists: predictions are never overwritten", file=sys.stderr)
             return 2
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "x", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r, sort_keys=True) + "\n")
+        from experiments.predict import write_predictions
+        write_predictions(out, rows)
         print(f"{len(rows)} predictions written to {out}")
         return 0
     try:

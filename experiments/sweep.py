@@ -832,13 +832,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_sweep(sweep, backend, args.out or default_out(sweep, backend.spec.key), opts, sizes=sizes)
         return 0
     except GemmscopeError as exc:
-        from gpu.errors import DeviceLost, GPUUnavailable  # noqa: PLC0415
         err(f"error: {exc}")
-        if isinstance(exc, GPUUnavailable):
-            return 3
-        if isinstance(exc, DeviceLost):
-            return 4
-        return 2
+        return exit_status(exc)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The command-line exit status of an error: 3 no usable GPU, 4 the GPU was lost mid-run, 2 otherwise."""
+    from gpu.errors import DeviceLost, GPUUnavailable  # noqa: PLC0415
+    if isinstance(exc, GPUUnavailable):
+        return 3
+    if isinstance(exc, DeviceLost):
+        return 4
+    return 2
 
 
 if __name__ == "__main__":

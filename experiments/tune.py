@@ -482,13 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               + (f" ({res.reused} reused from {out})" if res.reused else "") + f"; rows in {out}")
         return 0
     except GemmscopeError as exc:
-        from gpu.errors import DeviceLost, GPUUnavailable  # noqa: PLC0415
+        from experiments.sweep import exit_status  # noqa: PLC0415
         err(f"error: {exc}")
-        if isinstance(exc, GPUUnavailable):
-            return 3
-        if isinstance(exc, DeviceLost):
-            return 4
-        return 2
+        return exit_status(exc)
 
 
 if __name__ == "__main__":
