@@ -108,7 +108,8 @@ def main() -> int:
             # write the counts of the space, as --ship would (closed form == simulator, tested)
             filled.write_text(json.dumps({"schema": counts.SCHEMA, "schema_version": counts.SCHEMA_VERSION,
                                           "digest": counts.simulator_digest(), "closed_form_checked": True,
-                                          "counts": {c.key: asdict(counts.closed_form_counts(c)) for c in cfgs}}))
+                                          "counts": {c.key: asdict(counts.closed_form_counts(c)) for c in cfgs},
+                                          "extras": {c.key: counts.closed_form_extras(c) for c in cfgs}}))
             counts.COUNTS_FILE = filled
             warm = []
             for _ in range(a.repeats):

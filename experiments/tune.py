@@ -99,19 +99,20 @@ def rank(gpu, cfgs: Sequence[KernelConfig], sizes, cross_validated: bool = False
 
     s = np.asarray(sizes, dtype=np.int64).reshape(-1, 3)
     (pa,), _ = timing._arrays_for(gpu, list(cfgs), None)
-    n, m = len(cfgs), len(s)
-    rep = pa[np.repeat(np.arange(n), m)]
-    rr = np.repeat(np.array([c.rung for c in cfgs]), m)
-    M, N, K = (np.tile(s[:, j], n) for j in range(3))
+    n = len(cfgs)
     loro = timing.load_loro_params() if cross_validated and prm is None else {}
     if not loro:
-        t = timing.evaluate(gpu, rep, M, N, K, prm=prm)["time_s"]
+        groups = [(prm, np.arange(n))]
     else:
-        t = np.empty(n * m)
-        for q in sorted(set(rr.tolist())):
-            idx = np.flatnonzero(rr == q)
-            t[idx] = timing.evaluate(gpu, rep[idx], M[idx], N[idx], K[idx], prm=loro.get(q))["time_s"]
-    return np.asarray(t, dtype=np.float64).reshape(n, m)
+        rr = np.array([c.rung for c in cfgs])
+        groups = [(loro.get(q), np.flatnonzero(rr == q)) for q in sorted(set(rr.tolist()))]
+    t = np.empty((n, len(s)), dtype=np.float64)
+    for q_prm, idx in groups:      # one size at a time: the configs' arrays are not repeated per size
+        sub = pa[idx]
+        for j, (M, N, K) in enumerate(s.tolist()):
+            rows = np.ones(len(idx), dtype=np.int64)
+            t[idx, j] = timing.evaluate(gpu, sub, M * rows, N * rows, K * rows, prm=q_prm)["time_s"]
+    return t
 
 
 # ==================================================================================================

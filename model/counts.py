@@ -34,6 +34,7 @@ import argparse
 import functools
 import hashlib
 import json
+import operator
 import sys
 import warnings
 from dataclasses import asdict
@@ -117,6 +118,10 @@ class _LazyCounts(Mapping):
 
     def __contains__(self, key: object) -> bool:
         return key in self._raw
+
+    def raw(self, key: str) -> Mapping[str, int] | None:
+        """The file's JSON of ``key`` (field -> count) without building the dataclass, or None."""
+        return self._raw.get(key)
 
 
 class CountsCache:
@@ -457,12 +462,45 @@ def closed_form_counts(cfg: KernelConfig):
         gst_requests=gst[0], gst_sectors=gst[1])
 
 
+EXTRA_FIELDS = ("k_tile", "store_lines")
+"""The :func:`steady_extras` fields :func:`counts_array` serves beside the counts."""
+
+
+def _getter(names: Sequence[str]):
+    """mapping -> tuple of its values at ``names`` (operator.itemgetter, a tuple also for one name)."""
+    if len(names) == 1:
+        one = operator.itemgetter(names[0])
+        return lambda d: (one(d),)
+    return operator.itemgetter(*names) if names else (lambda d: ())
+
+
 def counts_array(cfgs: Sequence[KernelConfig], fields_: Sequence[str] = ("warps", "gld_lines", "lds_wavefronts",
                                                                           "sts_wavefronts"),
-                 cache_path: str | Path | None = None) -> dict[str, np.ndarray]:
-    """{field: array over ``cfgs``} of :func:`steady_counts` (numpy columns for vectorised models)."""
-    rows = [steady_counts(c, cache_path) for c in cfgs]
-    return {f: np.array([getattr(b, f) for b in rows], dtype=np.float64) for f in fields_}
+                 cache_path: str | Path | None = None, keys: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """{field: float64 array over ``cfgs``} of :func:`steady_counts` (and of :func:`steady_extras` for the
+    fields in :data:`EXTRA_FIELDS`): numpy columns for the vectorised timing model.
+
+    The same answers as :func:`steady_counts` / :func:`steady_extras` config by config, but a config
+    in the cache is read from the file's JSON directly (no dataclass per config): ranking a space whose
+    counts are cached costs a dictionary look-up per config. ``keys``: the configs' keys, when the caller
+    has them already."""
+    c = _cache(str(cache_path or COUNTS_FILE))
+    keys = [cfg.key for cfg in cfgs] if keys is None else keys
+    cf = [f for f in fields_ if f not in EXTRA_FIELDS]
+    ef = [f for f in fields_ if f in EXTRA_FIELDS]
+    raw = c.counts.raw if isinstance(c.counts, _LazyCounts) else (lambda key: None)
+    extras = c.extras
+    get_c, get_e = _getter(cf), _getter(ef)
+    rows = []
+    for cfg, key in zip(cfgs, keys):
+        d = raw(key)
+        row = get_c(d) if d is not None else tuple(getattr(steady_counts(cfg, cache_path), f) for f in cf)
+        if ef:
+            e = extras.get(key)
+            row += get_e(steady_extras(cfg, cache_path) if e is None else e)
+        rows.append(row)
+    arr = np.array(rows, dtype=np.float64).reshape(len(rows), len(cf) + len(ef))
+    return {f: arr[:, j] for j, f in enumerate(cf + ef)}
 
 
 # ==================================================================================================

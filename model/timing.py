@@ -78,7 +78,7 @@ import numpy as np
 from .errors import ConfigError
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
-from .roofline import ConfigArrays, Prediction, Roof
+from .roofline import Prediction, Roof
 
 CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "calibration.json"
 LIMITS = ("issue", "shared", "l1", "latency", "l2", "dram")
@@ -220,54 +220,80 @@ class Profile:
     local_bytes: float = 0.0      # local memory per thread, bytes
 
 
-def _estimate_trace(instr: float) -> tuple:
-    """No loop trace: one exposed global latency and one shared latency per iteration (all loads
-    issued before their first use, then the shared loads before the FFMAs)."""
-    return tuple(tuple(instr + lg + ls for ls in TRACE_SHARED) for lg in TRACE_GLOBAL)
+_COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
+                 "int_warp_est", "lds_wavefronts", "sts_wavefronts", "gld_lines", "gst_sectors", "k_tile", "store_lines")
+"""What a profile takes from :func:`model.counts.steady_counts` and :func:`model.counts.steady_extras`."""
+
+
+def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Sequence,
+                     registers: Sequence[int | None] | None) -> dict[str, np.ndarray]:
+    """The profile of many configs as columns (one entry per config): the one definition of the profile,
+    used by :func:`profile` (one config) and :func:`_arrays_for` (a whole space).
+
+    ``cnt``: the counts' columns (:data:`_COUNT_FIELDS`; one steady-state iteration: an interior-only
+    problem of two tiles per dimension, K long enough that rows of A lie in different 128-byte lines, as
+    at any real size: :func:`model.counts.probe_size`); ``facts``: the compiler facts of each config or
+    None; ``geos``: the geometries; ``registers``: registers asked for per config (None: the facts', else
+    :func:`~model.registry.min_registers`)."""
+    n = len(geos)
+    warps = np.maximum(cnt["warps"], 1.0)
+    ffma_per_warp_it = cnt["ffma_warp"] / warps
+    # Without a SASS loop: the simulator's instructions; one SASS loop iteration per iteration of ours.
+    instr = (cnt["ffma_warp"] + cnt["lds_instructions"] + cnt["sts_instructions"] + cnt["gld_requests"]
+             + cnt["bar_warp"] + cnt["int_warp_est"]) / warps
+    per, ldl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    fregs = np.zeros(n, dtype=np.int64)
+    traced, loop_trace, pro_trace = [], [], []
+    for i, f in enumerate(facts):
+        if f is None:
+            continue
+        fregs[i] = f.registers or 0
+        local[i] = float(max(f.local_bytes, f.stack_bytes))
+        if f.loop_found and f.loop_ffma and f.loop_path_instructions:
+            per[i] = ffma_per_warp_it[i] / f.loop_ffma     # iterations of ours per SASS loop iteration
+            instr[i] = f.loop_path_instructions * per[i]
+            ldl[i] = f.per_iteration("LDL") * per[i]
+            epi[i] = float(f.epilogue_instructions or 0)
+        if f.loop_trace_cycles:
+            traced.append(i)
+            loop_trace.append(f.loop_trace_cycles)
+            pro_trace.append(f.prologue_trace_cycles)
+    # No loop trace: one exposed global latency and one shared latency per iteration (all loads issued
+    # before their first use, then the shared loads before the FFMAs); the prologue one global latency.
+    trace = instr[:, None, None] + TRACE_GLOBAL[None, :, None] + TRACE_SHARED[None, None, :]
+    pro = np.repeat((TRACE_GLOBAL + 100.0)[None, :, None], n, axis=0).repeat(len(TRACE_SHARED), axis=2)
+    has_trace = np.zeros(n, dtype=bool)
+    if traced:
+        trace[traced] = np.asarray(loop_trace, dtype=np.float64) * per[traced, None, None]
+        pro[traced] = np.asarray(pro_trace, dtype=np.float64)
+        has_trace[traced] = True
+    asked = np.zeros(n, dtype=np.int64) if registers is None else np.array([r or 0 for r in registers], dtype=np.int64)
+    regs = np.where(asked != 0, asked, np.where(fregs != 0, fregs, [min_registers(g) for g in geos]))
+    return {"warps": cnt["warps"], "k_tile": cnt["k_tile"].astype(np.int64), "instr": instr,
+            "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
+            "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
+            "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
+            "registers": regs.astype(np.int64), "has_trace": has_trace}
 
 
 @lru_cache(maxsize=100_000)
 def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profile:
-    from .counts import steady_counts, steady_extras
+    """The :class:`Profile` of one config (its counts and compiler facts looked up one by one)."""
+    from .counts import EXTRA_FIELDS, steady_counts, steady_extras
     from .facts import facts_for
 
-    g = geometry(cfg)
-    # One steady-state iteration: an interior-only problem of two tiles per dimension, K long enough
-    # that rows of A lie in different 128-byte lines (as at any real size): model.counts.probe_size,
-    # simulated once per config and cached (model/data/counts/counts.json).
-    b = steady_counts(cfg)
-    extras = steady_extras(cfg)
-    k_tile = int(extras["k_tile"])
-    f = facts_for(cfg, arch)
-    regs = registers or (f.registers if f is not None else None) or min_registers(g)
-    ffma_per_warp_it = b.ffma_warp / max(b.warps, 1)
-    store_sectors = float(b.gst_sectors)
-    store_lines = float(extras["store_lines"])
-    if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
-        per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
-        instr = f.loop_path_instructions * per
-        ldl = f.per_iteration("LDL") * per
-        epi = float(f.epilogue_instructions or 0)
-    else:
-        instr = (b.ffma_warp + b.lds_instructions + b.sts_instructions + b.gld_requests + b.bar_warp
-                 + b.int_warp_est) / max(b.warps, 1)
-        per, ldl, epi = 1.0, 0.0, 0.0
-    if f is not None and f.loop_trace_cycles:
-        trace = tuple(tuple(float(x) * per for x in row) for row in f.loop_trace_cycles)
-        pro = tuple(tuple(float(x) for x in row) for row in f.prologue_trace_cycles)
-        source = "sass"
-    else:
-        trace = _estimate_trace(instr)
-        pro = tuple(tuple(lg + 100.0 for _ in TRACE_SHARED) for lg in TRACE_GLOBAL)
-        source = "estimate"
-    tr = np.asarray(trace)
+    b, extras = steady_counts(cfg), steady_extras(cfg)
+    cnt = {f: np.array([float(extras[f] if f in EXTRA_FIELDS else getattr(b, f))]) for f in _COUNT_FIELDS}
+    c = {k: v[0] for k, v in _profile_columns(cnt, [facts_for(cfg, arch)], [geometry(cfg)], [registers]).items()}
+    tr = c["trace"]
     chain = float((tr[-1, 0] - tr[-2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]))
-    return Profile(warps=b.warps, k_tile=int(k_tile), instructions_per_warp=float(instr),
-                   shared_wavefronts=float(b.lds_wavefronts + b.sts_wavefronts), l1_lines=float(b.gld_lines),
-                   store_sectors=float(store_sectors), store_lines=store_lines, registers=int(regs), source=source, trace=trace,
-                   prologue=pro, epilogue_instructions=epi, latency_chain=chain,
-                   barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
-                   local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
+    return Profile(warps=b.warps, k_tile=int(c["k_tile"]), instructions_per_warp=float(c["instr"]),
+                   shared_wavefronts=float(c["shared_wf"]), l1_lines=float(c["l1_lines"]),
+                   store_sectors=float(c["store_sectors"]), store_lines=float(c["store_lines"]),
+                   registers=int(c["registers"]), source="sass" if c["has_trace"] else "estimate",
+                   trace=tuple(map(tuple, tr.tolist())), prologue=tuple(map(tuple, c["prologue"].tolist())),
+                   epilogue_instructions=float(c["epilogue"]), latency_chain=chain, barriers=float(c["barriers"]),
+                   local_loads=float(c["local_loads"]), local_bytes=float(c["local_bytes"]))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -307,13 +333,15 @@ class ProfileArrays:
 def _interp_trace(table: np.ndarray, lg: np.ndarray, ls: float) -> np.ndarray:
     """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls)."""
     ws = (ls - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
-    t = table[..., 0] * (1.0 - ws) + table[..., 1] * ws           # (rows, nLg)
     step = TRACE_GLOBAL[1] - TRACE_GLOBAL[0]
     x = np.clip(lg / step, 0.0, None)
     i = np.minimum(np.floor(x).astype(np.int64), len(TRACE_GLOBAL) - 2)
     fr = x - i
-    rows = np.arange(t.shape[0])
-    return t[rows, i] * (1.0 - fr) + t[rows, i + 1] * fr
+    rows = np.arange(table.shape[0])
+
+    def t(j):       # the table at (lg grid point j per row, ls)
+        return table[rows, j, 0] * (1.0 - ws) + table[rows, j, 1] * ws
+    return t(i) * (1.0 - fr) + t(i + 1) * fr
 
 
 def _mva(s, Z, n):
@@ -358,6 +386,25 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     total = _mva(per * s_w, Z, n)
     nw = b * W
     return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
+
+
+def _distinct_rows(*cols) -> tuple[list[tuple], np.ndarray]:
+    """The distinct rows of integer columns (tuples of Python ints) and each row's index among them, so
+    that a scalar function of a row runs once per distinct row: the rows of a ranking (configs x sizes)
+    repeat a few thousand argument tuples."""
+    cols = [np.asarray(c, dtype=np.int64).reshape(-1) for c in cols]
+    n = len(cols[0])
+    key, size = np.zeros(n, dtype=np.int64), 1
+    for c in cols:                       # one mixed-radix int64 key per row
+        lo = int(c.min(initial=0))
+        card = int(c.max(initial=0)) - lo + 1
+        if size * card >= 2 ** 62:       # it would overflow: renumber the key so far first
+            _, key = np.unique(key, return_inverse=True)
+            key = key.reshape(n)
+            size = int(key.max(initial=0)) + 1
+        key, size = key * card + (c - lo), size * card
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return list(zip(*(c[first].tolist() for c in cols))), inv.reshape(n)
 
 
 @lru_cache(maxsize=200_000)
@@ -417,8 +464,9 @@ def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
     blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once); a panel
     touched again by a later wave is an L2 hit unless the distinct bytes streamed since its last use
     exceed the L2's capacity (LRU: the excess share of it is read again)."""
-    return np.array([_wave_dram_reads_one(int(m), int(n), int(k), int(bm), int(bn), int(w), float(l2_bytes))
-                     for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
+    rows, inv = _distinct_rows(M, N, K, BM, BN, blocks_per_wave)
+    return np.array([_wave_dram_reads_one(m, n, k, bm, bn, w, float(l2_bytes))
+                     for m, n, k, bm, bn, w in rows], dtype=np.float64)[inv]
 
 
 def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
@@ -467,8 +515,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
     b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
     c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
-    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
-                  ).reshape(-1, 2)
+    rows, inv = _distinct_rows(gm, gn, bps)
+    fr = np.array([_l1_shared_fractions(x, y, r.sms, z) for x, y, z in rows]).reshape(-1, 2)[inv]
     l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
     # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
     # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
@@ -497,21 +545,47 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "blocks_per_sm": np.where(launchable, bps, 0)}
 
 
+# Profile attribute of each ProfileArrays column that comes from the profile.
+_PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_per_warp", "shared_wf": "shared_wavefronts",
+                 "l1_lines": "l1_lines", "store_sectors": "store_sectors", "store_lines": "store_lines",
+                 "trace": "trace", "prologue": "prologue", "epilogue": "epilogue_instructions",
+                 "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
+                 "registers": "registers"}
+
+
+def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
+    """ProfileArrays from the profile columns and the geometry (residency from the occupancy calculator)."""
+    BM, BN, threads, smem = (np.array([getattr(g, a) for g in geos], dtype=np.int64)
+                             for a in ("BM", "BN", "threads", "smem_bytes"))
+    bps = blocks_per_sm_array(gpu, threads, col["registers"], smem)
+    n = len(geos)
+    return ProfileArrays(BM=BM, BN=BN, k_tile=np.asarray(col["k_tile"], dtype=np.int64),
+                         **{k: np.asarray(col[k], dtype=np.float64).reshape((n,) + np.shape(col[k])[1:])
+                            for k in _PROFILE_ATTR if k not in ("k_tile", "registers")},
+                         smem=smem.astype(np.float64), bps=bps)
+
+
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
+    """The :class:`ProfileArrays` of a whole space at once, and its profile columns: counts read as columns
+    (:func:`model.counts.counts_array`), the compiler facts table looked up once, no object per config.
+    The path :func:`predict_rows`, :func:`calibrate` and ``experiments.tune.rank`` take; equal to
+    :func:`_arrays_of_profiles` (the single-config path) row by row (``tests/test_rank_fast.py``)."""
+    from .counts import counts_array
+    from .facts import load_facts
+
+    keys = [c.key for c in cfgs]
+    geos = [geometry(c) for c in cfgs]
+    table = load_facts(gpu.arch)
+    col = _profile_columns(counts_array(cfgs, _COUNT_FIELDS, keys=keys), [table.get(k) for k in keys], geos,
+                           registers)
+    return (_assemble(gpu, geos, col),), col
+
+
+def _arrays_of_profiles(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
+    """The same from :func:`profile` config by config (cached per config): the single-config path."""
     profs = [profile(c, gpu.arch, None if registers is None else registers[i]) for i, c in enumerate(cfgs)]
-    ca = ConfigArrays.from_configs(cfgs, [p.registers for p in profs])
-    bps = blocks_per_sm_array(gpu, ca.threads, ca.registers, ca.smem_bytes)
-    col = lambda f: np.array([f(p) for p in profs], dtype=np.float64)  # noqa: E731
-    pa = ProfileArrays(BM=ca.BM, BN=ca.BN, k_tile=np.array([p.k_tile for p in profs], dtype=np.int64),
-                       warps=col(lambda p: p.warps), instr=col(lambda p: p.instructions_per_warp),
-                       shared_wf=col(lambda p: p.shared_wavefronts), l1_lines=col(lambda p: p.l1_lines),
-                       store_sectors=col(lambda p: p.store_sectors), store_lines=col(lambda p: p.store_lines),
-                       trace=np.array([p.trace for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
-                       prologue=np.array([p.prologue for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
-                       epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
-                       local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
-                       smem=ca.smem_bytes.astype(np.float64), bps=bps)
-    return (pa,), profs
+    col = {k: np.array([getattr(p, a) for p in profs]) for k, a in _PROFILE_ATTR.items()}
+    return (_assemble(gpu, [geometry(c) for c in cfgs], col),), profs
 
 
 def predict_rows(gpu, cfgs: Sequence[KernelConfig], sizes: Sequence[tuple[int, int, int]],
@@ -551,7 +625,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                           f"modelled)", limit="rung")
     validate(cfg, gpu)
     prm = prm or load_params()
-    (pa,), profs = _arrays_for(gpu, [cfg], None if registers is None else [registers])
+    (pa,), profs = _arrays_of_profiles(gpu, [cfg], None if registers is None else [registers])
     r = {k: (v[..., 0] if isinstance(v, np.ndarray) and v.ndim >= 1 else v)
          for k, v in evaluate(gpu, pa, np.array([M]), np.array([N]), np.array([K]), prm=prm,
                               max_blocks_per_sm=max_blocks_per_sm).items()}
