@@ -494,7 +494,11 @@ def counts_array(cfgs: Sequence[KernelConfig], fields_: Sequence[str] = ("warps"
     rows = []
     for cfg, key in zip(cfgs, keys):
         d = raw(key)
-        row = get_c(d) if d is not None else tuple(getattr(steady_counts(cfg, cache_path), f) for f in cf)
+        if d is None:
+            b = steady_counts(cfg, cache_path)
+            row = tuple(getattr(b, f) for f in cf)
+        else:
+            row = get_c(d)
         if ef:
             e = extras.get(key)
             row += get_e(steady_extras(cfg, cache_path) if e is None else e)
