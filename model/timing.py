@@ -68,6 +68,7 @@ The errors :mod:`analysis.compare` reports are leave-one-rung-out cross-validate
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -449,12 +450,13 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     n = min(gm * gn, sms * b)
     if b <= 1 or n <= sms:
         return 1.0, 1.0
+    # Distinct (SM, block row) pairs: block i is the first of its pair on SM i % sms unless the block
+    # before it there (i - sms) is in the same row (rows only grow along an SM's blocks).
     ids = np.arange(n)
-    sm = ids % sms
-    rows = ids // gn
-    cols = ids % gn
-    ra = len(set(zip(sm.tolist(), rows.tolist())))
-    cb = len(set(zip(sm.tolist(), cols.tolist())))
+    ra = int(np.count_nonzero((ids < sms) | ((ids - sms) // gn != ids // gn)))
+    # Distinct (SM, block column) pairs: the columns of SM q's blocks q + k sms repeat with period
+    # gn / gcd(sms, gn) in k, so the first that many blocks of each SM have distinct columns.
+    cb = min(n, gn // math.gcd(sms, gn) * sms)
     return ra / n, cb / n
 
 
