@@ -6,8 +6,9 @@ set -u
 export CUPY_TF32=0
 F="$OUT/stalls"; mkdir -p "$F"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-SECTIONS="--section WarpStateStatistics --section SchedulerStats --section ComputeWorkloadAnalysis --section LaunchStatistics --section Occupancy --section SpeedOfLight --section InstructionStatistics"
+SECTIONS="--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section LaunchStats --section Occupancy --section SpeedOfLight --section InstructionStats"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$F/smi.txt" 2>&1
+"$NCU" --list-sections > "$F/sections.txt" 2>&1
 i=0
 for spec in "00:|regex:.|0|2" \
             "08:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=4,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=4|regex:sgemm_08|1|1" \
