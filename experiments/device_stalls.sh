@@ -6,7 +6,7 @@ set -u
 export CUPY_TF32=0
 F="$OUT/stalls"; mkdir -p "$F"
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-SECTIONS="--section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section LaunchStats --section Occupancy --section SpeedOfLight --section InstructionStats"
+SECTIONS="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.avg.per_second --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section LaunchStats --section Occupancy --section SpeedOfLight --section InstructionStats"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$F/smi.txt" 2>&1
 "$NCU" --list-sections > "$F/sections.txt" 2>&1
 i=0
