@@ -116,7 +116,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "    lg = 0.0 * prm.latency_scale * r.l2_latency_cycles * np.ones(len(pa))",
            ("tests/test_accuracy.py",), "global-load latency never exposed"),
     Mutant("timing-dram-no-c-writeback", "model/timing.py",
-           "    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))",
+           "    dram_bytes = dram_reads + dram_writes",
            "    dram_bytes = dram_reads", ("tests/test_mutants.py", "tests/test_timing_structure.py"),
            "C's write-back dropped from the DRAM bytes"),
     # ---- analysis ------------------------------------------------------------------------------------
