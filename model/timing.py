@@ -52,8 +52,11 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
 unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
-that the previous wave's traffic evicted from L2, and writes C back. Their times bound the SM time from
-below; the kernel's time is the largest plus the launch overhead.
+that the previous wave's traffic (its panels and its C: stores allocate in L2) evicted from L2, and writes
+back the C that later waves evicted before the kernel ended. The L2 that keeps what every SM reads is the
+L2 over its partitions (two on GA100/GH100: each partition caches what its own SMs read; see
+``_L2_PARTITIONS``). Their times bound the SM time from below; the kernel's time is the largest plus the
+launch overhead.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
 (or L2's, when the warps' local memory does not fit beside their shared memory), divided by the reloads
@@ -610,7 +613,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                     f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
-        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B re-read per wave, C write-back) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
+        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B + re-reads per wave, C evicted during the kernel) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
