@@ -400,20 +400,29 @@ def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float)
     nb = gm * gn
     if unique + c_all <= cap:
         return unique, 0.0
+    # Writes: walk back from the last wave while the footprint of the waves after it (contiguous blocks:
+    # rows r0 .. the last row; all columns once the range spans a whole row of blocks) leaves room for its C.
+    nw = -(-nb // w)
+    writes, later, last_row = c_all, 0.0, (nb - 1) // gn
+    for i in range(nw - 1, -1, -1):
+        s = i * w
+        cw_i = c_all * (min(s + w, nb) - s) / nb
+        kept = min(max((cap - later) / cw_i, 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw_i
+        later = c_all * (nb - s) / nb + (last_row - s // gn + 1) * a_panel + min(gn, nb - s) * b_panel
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    # Reads: nothing is read again when even the longest reuse distance fits.
+    foot_max = min(gm, w // gn + 2) * a_panel + min(gn, w) * b_panel
+    if (foot_max + c_all * w / nb) * max(1.0, gn / w) <= cap:
+        return unique, writes
     starts = np.arange(0, nb, w, dtype=np.int64)
     ends = np.minimum(starts + w, nb) - 1
     length = ends - starts + 1
     cw = c_all * length / nb                                  # C written by each wave
-    # Writes: footprint of the waves from i to the end (contiguous blocks: rows r0_i .. last row, and all
-    # columns once the range spans a whole row of blocks).
-    rows_after = (nb - 1) // gn - starts // gn + 1
-    cols_after = np.minimum(gn, nb - starts)
-    after = c_all * (nb - starts) / nb + rows_after * a_panel + cols_after * b_panel
-    later = np.append(after[1:], 0.0)
-    kept = np.clip((cap - later) / cw, 0.0, 1.0)
-    writes = float(np.sum(cw * (1.0 - kept)))
-    if nb <= w:
-        return unique, writes
     r0, r1 = starts // gn, ends // gn
     ncols = np.where(length >= gn, gn, length)
     foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
