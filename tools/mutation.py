@@ -119,6 +119,13 @@ MUTANTS: tuple[Mutant, ...] = (
            "    dram_bytes = dram_reads + dram_writes",
            "    dram_bytes = dram_reads", ("tests/test_mutants.py", "tests/test_timing_structure.py"),
            "C's write-back dropped from the DRAM bytes"),
+    Mutant("timing-l2-one-partition", "model/timing.py",
+           "_L2_PARTITIONS = {\"sm_80\": 2, \"sm_90\": 2}", "_L2_PARTITIONS = {}",
+           ("tests/test_timing_structure.py",), "the L2 keeps A and B at its full size (partitions ignored)"),
+    Mutant("timing-dram-c-not-allocated", "model/timing.py",
+           "    cw = c_all * length / nb                                  # C written by each wave",
+           "    cw = 1e-9 * c_all * length / nb                                  # C written by each wave",
+           ("tests/test_timing_structure.py",), "C's stores take no room in L2 between waves"),
     # ---- analysis ------------------------------------------------------------------------------------
     Mutant("compare-within-exclusive", "analysis/compare.py", "\"within_10\": float(np.mean(ape <= 0.10 + _EPS)),",
            "\"within_10\": float(np.mean(ape < 0.10 - _EPS)),", ("tests/test_compare.py",),
