@@ -106,7 +106,9 @@ def _ncu_rows():
 def test_dram_and_l2_bytes_agree_with_ncu_on_every_classic_config() -> None:
     # Issue 8's acceptance: ncu on the H200 (caches flushed before the replay), every classic config at
     # 2048^3: DRAM bytes (read + write) within 10 %, L2 bytes (lts__t_bytes) within the 15 % where the model
-    # holds it now (the L1 hits that LDG kernels get are not modelled: see the three rows excepted below)
+    # holds it now. Three LDG kernels read 15 % fewer L2 sectors than their L1s miss (as do the one-block-
+    # per-SM kernels, where no L1 sharing is possible: requests merged before the L2's tag stage, not
+    # modelled); they are held at 18 % so that a regression still fails
     rows = list(_ncu_rows())
     assert len(rows) >= 13
     dram_err, l2_err = {}, {}
