@@ -366,9 +366,12 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
 # L2 partitions. GA100 and GH100 split the L2 in two partitions, each of which "localizes and caches data for
 # memory accesses from SMs in the GPCs directly connected to the partition" (NVIDIA A100 Tensor Core GPU
 # Architecture whitepaper, 2020, "L2 cache"; the H100 whitepaper, 2022, describes the same partitioned L2),
-# and Chips and Cheese measured the far partition on both ("Nvidia's H100: Funny L2, and tons of bandwidth",
-# 2023: latency steps up past about half the L2). A tile that SMs of both partitions read is held in both, so
-# the capacity that keeps A and B for a later wave is half the L2. GA10x and AD10x document one L2: 1.
+# and Chips and Cheese's microbenchmarks of the H100 discuss its split L2 (chipsandcheese.com, 2023-07-02,
+# "Nvidia's H100: Funny L2, and tons of bandwidth"; S14 in shared/reference/gpu-specs-and-cupy.md). A tile
+# that SMs of both partitions read is held in both, so the capacity that keeps A and B for a later wave is
+# half the L2. The H200's ncu counts agree: C's store sectors reach the L2's tag stage 1.41-1.50 times
+# (a store homed in the far partition is looked up in both), and DRAM traffic at 2048^3 follows a 31 MB L2.
+# GA10x and AD10x document one L2: 1.
 _L2_PARTITIONS = {"sm_80": 2, "sm_90": 2}
 
 
