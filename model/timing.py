@@ -370,7 +370,8 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
 # "Nvidia's H100: Funny L2, and tons of bandwidth"; S14 in shared/reference/gpu-specs-and-cupy.md). A tile
 # that SMs of both partitions read is held in both, so the capacity that keeps A and B for a later wave is
 # half the L2. The H200's ncu counts agree: C's store sectors reach the L2's tag stage 1.41-1.50 times
-# (a store homed in the far partition is looked up in both), and DRAM traffic at 2048^3 follows a 31 MB L2.
+# (a store homed in the far partition is looked up in both), and at 2048^3, where A + B + C = 50 MB is less
+# than the 60 MB L2, the multi-wave kernels still write 10-13 MB of C to DRAM during the kernel.
 # GA10x and AD10x document one L2: 1.
 _L2_PARTITIONS = {"sm_80": 2, "sm_90": 2}
 
