@@ -52,8 +52,11 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
 unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
-that the previous wave's traffic evicted from L2, and writes C back. Their times bound the SM time from
-below; the kernel's time is the largest plus the launch overhead.
+that the previous wave's traffic (its panels and its C: stores allocate in L2) evicted from L2, and writes
+back the C that later waves evicted before the kernel ended. The L2 that keeps what every SM reads is the
+L2 over its partitions (two on GA100/GH100: each partition caches what its own SMs read; see
+``_L2_PARTITIONS``). Their times bound the SM time from below; the kernel's time is the largest plus the
+launch overhead.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
 (or L2's, when the warps' local memory does not fit beside their shared memory), divided by the reloads
@@ -360,37 +363,90 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
 
 
+# L2 partitions. GA100 and GH100 split the L2 in two partitions, each of which "localizes and caches data for
+# memory accesses from SMs in the GPCs directly connected to the partition" (NVIDIA A100 Tensor Core GPU
+# Architecture whitepaper, 2020, "L2 cache"; the H100 whitepaper, 2022, describes the same partitioned L2),
+# and Chips and Cheese's microbenchmarks of the H100 discuss its split L2 (chipsandcheese.com, 2023-07-02,
+# "Nvidia's H100: Funny L2, and tons of bandwidth"; S14 in shared/reference/gpu-specs-and-cupy.md). A tile
+# that SMs of both partitions read is held in both, so the capacity that keeps A and B for a later wave is
+# half the L2. The H200's ncu counts agree: C's store sectors reach the L2's tag stage 1.41-1.50 times
+# (a store homed in the far partition is looked up in both), and at 2048^3, where A + B + C = 50 MB is less
+# than the 60 MB L2, the multi-wave kernels still write 10-13 MB of C to DRAM during the kernel.
+# GA10x and AD10x document one L2: 1.
+_L2_PARTITIONS = {"sm_80": 2, "sm_90": 2}
+
+
+def l2_reuse_bytes(gpu) -> float:
+    """The L2 capacity (bytes) that holds data read by every SM: the L2 over its partitions (each partition
+    keeps its own copy of what its SMs read)."""
+    return float(gpu.l2_bytes) / _L2_PARTITIONS.get(gpu.arch, 1)
+
+
 @lru_cache(maxsize=200_000)
-def _wave_dram_reads_one(m: int, n: int, k: int, bm: int, bn: int, w: int, l2: float) -> float:
+def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float) -> tuple[float, float]:
+    """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch: the blocks run in row-major
+    launch order, ``w`` at a time, against an L2 that keeps ``cap`` bytes (LRU, write-back, write-allocate).
+
+    *Reads.* Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
+    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once), then writes
+    its C tiles, which allocate lines in L2. A panel touched again by the next wave was last used one wave's
+    stream ago: its reuse distance is that wave's panels plus its C. The blocks of a wave end (and the next
+    wave's blocks start) spread over the time the wave writes its C, so the distance is spread over
+    ``[panels, panels + C]``: the share of it beyond ``cap`` is read again.
+
+    *Writes.* At the kernel's end the L2 holds the last ``cap`` bytes the launch touched (LRU); a wave's C
+    is still there, dirty, when its own C and the footprint of the waves after it fit in ``cap``; the rest
+    was evicted during the kernel and written to DRAM. (What stays dirty is written back after the kernel.)"""
     gm, gn = -(-m // bm), -(-n // bn)
     a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
     unique = 4.0 * (m * k + k * n)
+    c_all = 4.0 * m * n
     nb = gm * gn
-    if unique <= l2 or nb <= w:
-        return unique
+    if unique + c_all <= cap:
+        return unique, 0.0
+    # Writes: walk back from the last wave while the footprint of the waves after it (contiguous blocks:
+    # rows r0 .. the last row; all columns once the range spans a whole row of blocks) leaves room for its C.
+    nw = -(-nb // w)
+    writes, later, last_row = c_all, 0.0, (nb - 1) // gn
+    for i in range(nw - 1, -1, -1):
+        s = i * w
+        cw_i = c_all * (min(s + w, nb) - s) / nb
+        kept = min(max((cap - later) / cw_i, 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw_i
+        later = c_all * (nb - s) / nb + (last_row - s // gn + 1) * a_panel + min(gn, nb - s) * b_panel
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    # Reads: nothing is read again when even the longest reuse distance fits.
+    foot_max = min(gm, w // gn + 2) * a_panel + min(gn, w) * b_panel
+    if (foot_max + c_all * w / nb) * max(1.0, gn / w) <= cap:
+        return unique, writes
     starts = np.arange(0, nb, w, dtype=np.int64)
     ends = np.minimum(starts + w, nb) - 1
     length = ends - starts + 1
+    cw = c_all * length / nb                                  # C written by each wave
     r0, r1 = starts // gn, ends // gn
     ncols = np.where(length >= gn, gn, length)
     foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
 
-    def miss(d):
-        return np.clip((d - l2) / foot, 0.0, 1.0)
+    def miss(d, spread):
+        return np.clip((d - cap) / np.maximum(spread, 1.0), 0.0, 1.0)
     # A: the row a wave shares with the previous wave (its first row, when the previous one ended there)
     shared_row = np.zeros(len(starts), dtype=bool)
     shared_row[1:] = r0[1:] == r1[:-1]
-    extra = float(np.sum(shared_row * a_panel * miss(foot)))
+    prev_foot, prev_cw = np.append(foot[:1], foot[:-1]), np.append(cw[:1], cw[:-1])   # the previous wave's
+    extra = float(np.sum(shared_row * a_panel * miss(prev_foot + prev_cw, prev_cw)))
     # B: columns seen before. A wave of >= gn blocks touches every column, as did the previous wave (reuse
-    # distance: this wave's footprint); a shorter wave meets its columns again one row of blocks later
-    # (reuse distance: the footprints of the gn / w waves in between).
+    # distance: one wave's stream); a shorter wave meets its columns again one row of blocks later (reuse
+    # distance: the streams of the gn / w waves in between).
     if w >= gn:
-        extra += float(np.sum(ncols[1:] * b_panel * miss(foot)[1:]))
+        extra += float(np.sum(ncols[1:] * b_panel * miss(prev_foot + prev_cw, prev_cw)[1:]))
     else:
-        d = foot * (gn / w)
         seen = r0 >= 1
-        extra += float(np.sum(seen * ncols * b_panel * miss(d)))
-    return unique + extra
+        extra += float(np.sum(seen * ncols * b_panel * miss((foot + cw) * (gn / w), cw * (gn / w))))
+    return unique + extra, writes
 
 
 @lru_cache(maxsize=200_000)
@@ -411,14 +467,11 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     return ra / n, cb / n
 
 
-def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
-    """DRAM bytes read for A and B when the blocks run in row-major launch order, ``blocks_per_wave`` at a
-    time. Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
-    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once); a panel
-    touched again by a later wave is an L2 hit unless the distinct bytes streamed since its last use
-    exceed the L2's capacity (LRU: the excess share of it is read again)."""
-    return np.array([_wave_dram_reads_one(int(m), int(n), int(k), int(bm), int(bn), int(w), float(l2_bytes))
-                     for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
+def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap):
+    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_dram_one`."""
+    out = np.array([_wave_dram_one(int(m), int(n), int(k), int(bm), int(bn), int(w), float(cap))
+                    for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
+    return out.reshape(-1, 2).T
 
 
 def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
@@ -475,12 +528,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
     l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
     wave = r.sms * bps
-    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
-    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
-    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
+    # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
+    # SM reads) lost them, and the C that was evicted (written back) before the kernel ended.
+    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu))
     waves = -(-blocks // wave)
-    last = blocks - (waves - 1) * wave
-    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
+    dram_bytes = dram_reads + dram_writes
     t_l2 = l2_time_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
     time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
@@ -574,7 +626,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                     f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
-        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B re-read per wave, C write-back) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
+        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B + re-reads per wave, C evicted during the kernel) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
