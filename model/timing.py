@@ -299,6 +299,8 @@ class ProfileArrays:
     barriers: np.ndarray     # barriers per warp and iteration
     smem: np.ndarray
     bps: np.ndarray          # resident blocks per SM from the occupancy calculator
+    split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
+    swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -467,11 +469,82 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     return ra / n, cb / n
 
 
-def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap):
-    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_dram_one`."""
-    out = np.array([_wave_dram_one(int(m), int(n), int(k), int(bm), int(bn), int(w), float(cap))
-                    for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
-    return out.reshape(-1, 2).T
+def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
+    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_dram_one`
+    (row-major launch order) and :func:`_wave_dram_order` (the grouped order of ``swizzle`` > 1).
+
+    Split-K (``split_k`` = S > 1): the slices run one after another in launch order (slice z after every
+    tile of slice z-1), each a GEMM of depth K/S over its own A columns and B rows, all adding into the same
+    C: S times the reads and writes of one slice, plus the C lines a slice evicted, read again by the
+    next slice's atomics."""
+    n = len(np.atleast_1d(M))
+    S = np.ones(n, dtype=np.int64) if split_k is None else np.broadcast_to(np.asarray(split_k), (n,))
+    G = np.ones(n, dtype=np.int64) if swizzle is None else np.broadcast_to(np.asarray(swizzle), (n,))
+    out = []
+    for m, nn, k, bm, bn, w, s, g in zip(M, N, K, BM, BN, blocks_per_wave, S, G):
+        s = max(int(s), 1)
+        ks = -(-int(k) // s)
+        args = (int(m), int(nn), ks, int(bm), int(bn), int(w), float(cap))
+        rd, wr = _wave_dram_one(*args) if int(g) <= 1 else _wave_dram_order(*args, int(g))
+        out.append((s * rd + (s - 1) * wr, s * wr))
+    return np.array(out, dtype=np.float64).reshape(-1, 2).T
+
+
+@lru_cache(maxsize=100_000)
+def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
+                     group: int) -> tuple[float, float]:
+    """:func:`_wave_dram_one` for the grouped launch order (``registry.launch_order`` with swizzle_group =
+    ``group``: groups of ``group`` block rows walked column by column), by walking the waves: the same
+    rules for any order. Reads: a panel last used by wave i and needed again by wave j > i was pushed
+    through the L2 by the streams of waves i .. j-1 (their panels and their C), spread over their C; the
+    share beyond ``cap`` is read again. Writes: a wave's C is still in L2 at the end when its C and the
+    footprint of every later block (their distinct panels and C) fit in ``cap``."""
+    gm, gn = -(-m // bm), -(-n // bn)
+    a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
+    unique = 4.0 * (m * k + k * n)
+    c_all = 4.0 * m * n
+    nb = gm * gn
+    if unique + c_all <= cap:
+        return unique, 0.0
+    pid = np.arange(nb, dtype=np.int64)
+    first = (pid // (group * gn)) * group
+    size = np.minimum(gm - first, group)
+    rr = pid % (group * gn)
+    rows, cols = first + rr % size, rr // size
+    nw = -(-nb // w)
+    rs = [np.unique(rows[j * w:(j + 1) * w]) for j in range(nw)]
+    cs = [np.unique(cols[j * w:(j + 1) * w]) for j in range(nw)]
+    cw = np.array([c_all * (min((j + 1) * w, nb) - j * w) / nb for j in range(nw)])
+    foot = np.array([len(rs[j]) * a_panel + len(cs[j]) * b_panel for j in range(nw)])
+    # writes: walk back from the last wave
+    writes, seen_r, seen_c, c_later = c_all, set(), set(), 0.0
+    for i in range(nw - 1, -1, -1):
+        later = c_later + len(seen_r) * a_panel + len(seen_c) * b_panel
+        kept = min(max((cap - later) / cw[i], 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw[i]
+        seen_r.update(rs[i].tolist())
+        seen_c.update(cs[i].tolist())
+        c_later += cw[i]
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    stream = np.concatenate([[0.0], np.cumsum(foot + cw)])
+    spread = np.concatenate([[0.0], np.cumsum(cw)])
+    last_a = np.full(gm, -1, dtype=np.int64)
+    last_b = np.full(gn, -1, dtype=np.int64)
+    extra = 0.0
+    for j in range(nw):
+        for ids, last, panel in ((rs[j], last_a, a_panel), (cs[j], last_b, b_panel)):
+            prev = last[ids]
+            i = prev[prev >= 0]
+            if len(i):
+                d = stream[j] - stream[i]
+                sp = np.maximum(spread[j] - spread[i], 1.0)
+                extra += float(np.sum(panel * np.clip((d - cap) / sp, 0.0, 1.0)))
+            last[ids] = j
+    return unique + extra, writes
 
 
 def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
@@ -485,8 +558,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
-    blocks = gm * gn
-    nk = -(-K // pa.k_tile)
+    # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
+    # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
+    S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
+    blocks = gm * gn * S
+    nk = -(-(-(-K // pa.k_tile)) // S)
     launchable = np.asarray(pa.bps) > 0
     bps = np.maximum(np.asarray(pa.bps), 1)
     if max_blocks_per_sm is not None:
@@ -524,18 +600,23 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
                   ).reshape(-1, 2)
     l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
     # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
-    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
-    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one. So does an atomic add
+    # (split-K: every slice adds its partial tile into C at the L2).
+    partial = ((4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0) | (S > 1)
     l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
     wave = r.sms * bps
     # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
-    # SM reads) lost them, and the C that was evicted (written back) before the kernel ended.
-    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu))
+    # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
+    # config's launch order (swizzle) and per K slice (split-K).
+    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), S, pa.swizzle)
     waves = -(-blocks // wave)
     dram_bytes = dram_reads + dram_writes
     t_l2 = l2_time_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
-    time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
+    # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
+    # operation): one more launch, and C's bytes written through the L2.
+    t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
+    time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s + t_zero
     time_s = np.where(launchable, time_s, np.inf)
     limits = parts / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
@@ -562,7 +643,9 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
                        prologue=np.array([p.prologue for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
                        epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
                        local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
-                       smem=ca.smem_bytes.astype(np.float64), bps=bps)
+                       smem=ca.smem_bytes.astype(np.float64), bps=bps,
+                       split_k=np.array([geometry(c).split_k for c in cfgs], dtype=np.int64),
+                       swizzle=np.array([geometry(c).swizzle_group for c in cfgs], dtype=np.int64))
     return (pa,), profs
 
 
