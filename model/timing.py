@@ -138,6 +138,7 @@ class Rates:
     launch_overhead_s: float
     l2_bytes: int
     notes: tuple[str, ...]
+    lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -187,7 +188,7 @@ def rates(gpu) -> Rates:
     sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
     launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
-                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes))
+                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,6 +219,8 @@ class Profile:
     barriers: float = 0.0         # barriers per warp and iteration (simulator)
     local_loads: float = 0.0      # spill reloads (LDL) per warp and iteration
     local_bytes: float = 0.0      # local memory per thread, bytes
+    global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
+    shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
 
 
 def _estimate_trace(instr: float) -> tuple:
@@ -267,7 +270,9 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    store_sectors=float(store_sectors), store_lines=store_lines, registers=int(regs), source=source, trace=trace,
                    prologue=pro, epilogue_instructions=epi, latency_chain=chain,
                    barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
-                   local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
+                   local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0,
+                   global_load_instructions=float(b.gld_requests),
+                   shared_instructions=float(b.lds_instructions + b.sts_instructions))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -296,6 +301,8 @@ class ProfileArrays:
     barriers: np.ndarray     # barriers per warp and iteration
     smem: np.ndarray
     bps: np.ndarray          # resident blocks per SM from the occupancy calculator
+    gld_instr: np.ndarray    # warp-level global loads per block and iteration
+    shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -343,8 +350,11 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     W = pa.warps
     t1 = _interp_trace(pa.trace, lg, r.shared_latency_cycles)
     issue = pa.instr / r.schedulers                      # per warp, at the SM's 4 schedulers
-    shared = pa.shared_wf / W / r.shared_wavefronts_per_cycle
-    l1 = pa.l1_lines / W + pa.local_loads
+    # Load/store pipe: a warp's memory instruction holds it for its wavefronts (shared) or 128-byte lines
+    # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
+    # narrow loads (one line, one wavefront) run at half the rate of a 32-unit SM (GA100, GH100).
+    shared = np.maximum(pa.shared_wf / r.shared_wavefronts_per_cycle, pa.shared_instr * r.lsu_cycles) / W
+    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + pa.local_loads * max(r.lsu_cycles, 1.0)
     p = prm.p
     s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
@@ -510,7 +520,9 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
                        prologue=np.array([p.prologue for p in profs], dtype=np.float64).reshape(len(profs), len(TRACE_GLOBAL), 2),
                        epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
                        local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
-                       smem=ca.smem_bytes.astype(np.float64), bps=bps)
+                       smem=ca.smem_bytes.astype(np.float64), bps=bps,
+                       gld_instr=col(lambda p: p.global_load_instructions),
+                       shared_instr=col(lambda p: p.shared_instructions))
     return (pa,), profs
 
 
