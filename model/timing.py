@@ -139,7 +139,6 @@ class Rates:
     l2_bytes: int
     notes: tuple[str, ...]
     lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
-    dram_latency_cycles: float = 0.0
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -153,7 +152,6 @@ _ARCH_SHARED_LATENCY = {"sm_70": 19.0, "sm_75": 19.0, "sm_80": 23.0, "sm_86": 23
 _L2_BYTES_PER_CYCLE_PER_SM = 32.0   # estimate: sustained L2 read bandwidth per SM and SM cycle
 _DRAM_EFFICIENCY = 0.85             # estimate: sustained read bandwidth / datasheet bandwidth
 _LAUNCH_OVERHEAD_S = 5.0e-6         # estimate: CUDA-event time of an empty kernel launch
-_DRAM_OVER_L2_LATENCY = 2.3         # estimate: DRAM / L2 hit latency (Luo et al. 2024: A100, H800 about 2.3-2.5)
 
 
 @lru_cache(maxsize=None)
@@ -189,11 +187,8 @@ def rates(gpu) -> Rates:
     l1 = get("l1_latency_cycles", _ARCH_L1_LATENCY.get(arch, 33.0), f"L1 latency ({arch} microbenchmarks)")
     sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
     launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
-    dlat = get("dram_latency_cycles", _DRAM_OVER_L2_LATENCY * lat,
-               f"DRAM latency ({_DRAM_OVER_L2_LATENCY:g} x the L2 latency)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
-                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
-                 max(dlat, lat))
+                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -436,23 +431,6 @@ def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
                      for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
 
 
-def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes, block_iterations) -> np.ndarray:
-    """Unloaded latency of the loads one customer waits for at once (cycles): the L2 hit latency, or the
-    DRAM latency when any of the 32-byte sectors it waits for misses the L2. A sector misses with the
-    probability ``f`` = DRAM read bytes / L2 read bytes (the traffic model's L2 miss ratio); a customer
-    (a block when the loop has a barrier, else a warp) waits for ``n`` = its L2 sectors per iteration /
-    the latencies in series per iteration at once, and the slowest of them sets the wait: the latency is
-    ``L2 + (DRAM - L2) (1 - (1 - f)^n)``. A loop whose loads all come from L2 (the naive kernel's
-    operands, shared by every block of a wave) waits the L2 latency; a wide tile load that touches new
-    DRAM lines every iteration waits DRAM's (Little's law for the loads in flight: Volkov 2016, ch. 4)."""
-    f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
-    per_customer = np.where(pa.barriers > 0, 1.0, pa.warps)
-    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
-    n = l2_read_bytes / 32.0 / np.maximum(block_iterations, 1) / per_customer / np.maximum(chain, 0.05)
-    miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
-    return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
-
-
 def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
     """L1 data-cache bytes per SM beside the shared memory of ``bps`` resident blocks: the driver sets the
     shared-memory carveout to the smallest supported step that holds them all (CUDA C++ Programming Guide,
@@ -486,27 +464,6 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
         bps = np.minimum(bps, np.maximum(np.asarray(max_blocks_per_sm), 1))
     per_sm = -(-blocks // r.sms)
     full, rem = per_sm // bps, per_sm % bps
-    # Traffic.
-    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
-    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
-    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
-    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
-                  ).reshape(-1, 2)
-    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
-    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
-    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
-    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
-    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
-    wave = r.sms * bps
-    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
-    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
-    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
-    waves = -(-blocks // wave)
-    last = blocks - (waves - 1) * wave
-    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
-    t_l2 = l2_time_bytes / r.l2_bytes_per_s
-    t_dram = dram_bytes / r.dram_bytes_per_s
-    # The SMs' time, given the traffic (which sets how often a load waits for DRAM).
     lg = prm.latency_scale * r.l2_latency_cycles * np.ones(len(pa))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
@@ -530,6 +487,26 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
     parts[3] = parts[3] + rounds * pro
     t_sm = sm_cycles / r.clock_hz
+    # Traffic.
+    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
+    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
+    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
+    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
+                  ).reshape(-1, 2)
+    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
+    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
+    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
+    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
+    wave = r.sms * bps
+    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
+    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
+    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
+    waves = -(-blocks // wave)
+    last = blocks - (waves - 1) * wave
+    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s
+    t_dram = dram_bytes / r.dram_bytes_per_s
     time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
     time_s = np.where(launchable, time_s, np.inf)
     limits = parts / r.clock_hz
