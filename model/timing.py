@@ -221,6 +221,7 @@ class Profile:
     local_bytes: float = 0.0      # local memory per thread, bytes
     global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
+    local_stores: float = 0.0               # spill stores (STL) per warp and iteration
 
 
 def _estimate_trace(instr: float) -> tuple:
@@ -249,12 +250,13 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
         per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
         instr = f.loop_path_instructions * per
-        ldl = f.per_iteration("LDL") * per
+        ldl = f.per_iteration_all_widths("LDL") * per
+        stl = f.per_iteration_all_widths("STL") * per
         epi = float(f.epilogue_instructions or 0)
     else:
         instr = (b.ffma_warp + b.lds_instructions + b.sts_instructions + b.gld_requests + b.bar_warp
                  + b.int_warp_est) / max(b.warps, 1)
-        per, ldl, epi = 1.0, 0.0, 0.0
+        per, ldl, stl, epi = 1.0, 0.0, 0.0, 0.0
     if f is not None and f.loop_trace_cycles:
         trace = tuple(tuple(float(x) * per for x in row) for row in f.loop_trace_cycles)
         pro = tuple(tuple(float(x) for x in row) for row in f.prologue_trace_cycles)
@@ -272,7 +274,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
                    local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0,
                    global_load_instructions=float(b.gld_requests),
-                   shared_instructions=float(b.lds_instructions + b.sts_instructions))
+                   shared_instructions=float(b.lds_instructions + b.sts_instructions), local_stores=float(stl))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -303,6 +305,7 @@ class ProfileArrays:
     bps: np.ndarray          # resident blocks per SM from the occupancy calculator
     gld_instr: np.ndarray    # warp-level global loads per block and iteration
     shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
+    local_stores: np.ndarray  # spill stores per warp and iteration
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -354,7 +357,7 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
     # narrow loads (one line, one wavefront) run at half the rate of a 32-unit SM (GA100, GH100).
     shared = np.maximum(pa.shared_wf / r.shared_wavefronts_per_cycle, pa.shared_instr * r.lsu_cycles) / W
-    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + pa.local_loads * max(r.lsu_cycles, 1.0)
+    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
     p = prm.p
     s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
@@ -507,7 +510,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
     t_l2 = l2_time_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
-    time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
+    # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
+    # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still
+    # costs time in proportion to how close it comes to binding.
+    pp = prm.p
+    time_s = (t_sm ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s
     time_s = np.where(launchable, time_s, np.inf)
     limits = parts / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
@@ -536,7 +543,8 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
                        local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
                        smem=ca.smem_bytes.astype(np.float64), bps=bps,
                        gld_instr=col(lambda p: p.global_load_instructions),
-                       shared_instr=col(lambda p: p.shared_instructions))
+                       shared_instr=col(lambda p: p.shared_instructions),
+                       local_stores=col(lambda p: p.local_stores))
     return (pa,), profs
 
 
