@@ -34,7 +34,15 @@ Seidmann's approximation of the 4-scheduler station by one server of a quarter t
 plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + shared^p + L1^p)^(1/p)`` per warp
 and iteration: issue ``I/4`` (4 schedulers, one instruction a cycle each), shared ``S/r`` (``r``
 wavefronts a cycle from the shared bandwidth), L1 ``G`` (one 128-byte line a cycle in the tag stage);
-the exponent ``p`` says how far the pipes overlap. **Mean value analysis** (Reiser & Lavenberg 1980)
+the exponent ``p`` says how far the pipes overlap.
+
+*The load/store pipe's issue rate.* A warp's memory instruction (global, shared, local) is accepted by
+the SM's LD/ST units, ``[sm].ld_st_units`` per SM: it holds its pipe ``warp_size / ld_st_units``
+cycles whatever its width, so the shared and L1 terms are each at least that many cycles per
+instruction. 32 units (GV100, GA100, GH100: 1 cycle) never bind beyond the wavefront count; 16 units
+(TU10x, GA10x, AD10x: 2 cycles, NVIDIA's architecture whitepapers' SM figures) halve the rate of
+narrow loads: the naive kernel's two 4-byte loads per FFMA and the shared-memory kernel's 4-byte
+shared loads run at half the H200's per-cycle rate on an RTX A6000 or RTX 4060. **Mean value analysis** (Reiser & Lavenberg 1980)
 of the ``n`` resident warps in this closed network gives the time of one iteration of all of them:
 ``Z + s`` for one warp (latency exposed), ``n s`` when enough warps hide it - the seed's 16x16 versus
 32x32 question is this ``n``.
@@ -52,12 +60,16 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
 unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
-that the previous wave's traffic evicted from L2, and writes C back. Their times bound the SM time from
-below; the kernel's time is the largest plus the launch overhead.
+that the previous wave's traffic evicted from L2, and writes C back. The memory system is further pipes
+of the same network: the SMs' time and the L2 and DRAM times combine as the SM's pipes do,
+``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p`` (traffic that does not bind still costs time
+as it comes close to binding), plus the launch overhead.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
-(or L2's, when the warps' local memory does not fit beside their shared memory), divided by the reloads
-in flight together (``spill_overlap``).
+(or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
+driver picks: the smallest supported step that holds the resident blocks), divided by the reloads in
+flight together (``spill_overlap``). Spill loads and stores (``LDL``, ``STL``, every width) also take
+the load/store pipe.
 
 Calibration
 -----------
