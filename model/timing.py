@@ -47,10 +47,15 @@ of the ``n`` resident warps in this closed network gives the time of one iterati
 ``Z + s`` for one warp (latency exposed), ``n s`` when enough warps hide it - the seed's 16x16 versus
 32x32 question is this ``n``.
 
-*Loaded latency.* The global-load latency the trace waits is ``latency_scale x`` the L2 hit latency:
-every iteration waits for at least one operand line first touched in that iteration (a miss, or a hit
-on a miss in flight), and under load the latency grows (queueing) - ``latency_scale`` is one of the
-calibrated parameters.
+*Loaded latency.* A loop with a barrier waits, every iteration, for the slowest of all its warps' tile
+loads - many lines, at least one of them first touched in that iteration (a miss, or a hit on a miss in
+flight) and queued behind the others: the global-load latency the trace waits is ``latency_scale x``
+the L2 hit latency (``latency_scale`` is one of the calibrated parameters). A loop without a barrier
+(each warp on its own, e.g. the naive kernel) waits only for its own few lines per exposure: the
+unloaded L2 hit latency, or DRAM's when one of those sectors is read from DRAM, with the probability
+the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the seed's 16x16 versus
+32x32 case: the naive kernel's operands, shared by every block of a wave, come from L2, so 32 warps of
+one 1024-thread block hide most of the latency, as the forced-residency measurements show.
 
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
@@ -151,6 +156,7 @@ class Rates:
     l2_bytes: int
     notes: tuple[str, ...]
     lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
+    dram_latency_cycles: float = 0.0
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -199,8 +205,10 @@ def rates(gpu) -> Rates:
     l1 = get("l1_latency_cycles", _ARCH_L1_LATENCY.get(arch, 33.0), f"L1 latency ({arch} microbenchmarks)")
     sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
     launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
+    dlat = get("dram_latency_cycles", 2.3 * lat, "DRAM latency (2.3 x the L2 latency)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
-                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm)
+                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
+                 max(dlat, lat))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -446,6 +454,21 @@ def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
                      for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
 
 
+def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes) -> np.ndarray:
+    """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
+    block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
+    for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
+    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its 128-byte
+    lines per iteration, 4 sectors each, over the latencies in series per iteration), whether it fetched
+    them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
+    wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
+    f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
+    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
+    n = 4.0 * pa.l1_lines / pa.warps / np.maximum(chain, 0.05)
+    miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
+    return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
+
+
 def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
     """L1 data-cache bytes per SM beside the shared memory of ``bps`` resident blocks: the driver sets the
     shared-memory carveout to the smallest supported step that holds them all (CUDA C++ Programming Guide,
@@ -479,7 +502,28 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
         bps = np.minimum(bps, np.maximum(np.asarray(max_blocks_per_sm), 1))
     per_sm = -(-blocks // r.sms)
     full, rem = per_sm // bps, per_sm % bps
-    lg = prm.latency_scale * r.l2_latency_cycles * np.ones(len(pa))
+    # Traffic.
+    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
+    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
+    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
+    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
+                  ).reshape(-1, 2)
+    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
+    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
+    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
+    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
+    wave = r.sms * bps
+    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
+    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
+    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
+    waves = -(-blocks // wave)
+    last = blocks - (waves - 1) * wave
+    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s
+    t_dram = dram_bytes / r.dram_bytes_per_s
+    lg = np.where(pa.barriers > 0, prm.latency_scale * r.l2_latency_cycles,
+                  _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
@@ -502,26 +546,6 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
     parts[3] = parts[3] + rounds * pro
     t_sm = sm_cycles / r.clock_hz
-    # Traffic.
-    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
-    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
-    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
-    fr = np.array([_l1_shared_fractions(int(x), int(y), r.sms, int(z)) for x, y, z in zip(gm, gn, bps)]
-                  ).reshape(-1, 2)
-    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
-    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
-    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
-    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
-    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
-    wave = r.sms * bps
-    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
-    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
-    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
-    waves = -(-blocks // wave)
-    last = blocks - (waves - 1) * wave
-    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
-    t_l2 = l2_time_bytes / r.l2_bytes_per_s
-    t_dram = dram_bytes / r.dram_bytes_per_s
     # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
     # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still
     # costs time in proportion to how close it comes to binding.
