@@ -57,6 +57,12 @@ the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the s
 32x32 case: the naive kernel's operands, shared by every block of a wave, come from L2, so 32 warps of
 one 1024-thread block hide most of the latency, as the forced-residency measurements show.
 
+*A block's warps stretch its compute phase.* Between two barriers the ``W`` warps of a block share the
+SM's schedulers, each issuing at ``1/phi`` of a lone warp's rate (``phi = ceil(W / 4)``): a load issued a
+compute phase ahead of its use (double buffering, cp.async) is hidden by a phase ``phi`` times longer
+than the lone-warp trace's. The trace's global-latency stall is taken at ``lg / phi`` and scaled by
+``phi``; a load waited on right after it is issued stays exposed in full (``phi x lg / phi``).
+
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
 round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations plus the block's
@@ -334,9 +340,11 @@ class ProfileArrays:
         return len(self.BM)
 
 
-def _interp_trace(table: np.ndarray, lg: np.ndarray, ls: float) -> np.ndarray:
-    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls)."""
-    ws = (ls - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
+def _interp_trace(table: np.ndarray, lg: np.ndarray, ls) -> np.ndarray:
+    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls: a scalar
+    or one per row)."""
+    ws = (np.asarray(ls, dtype=np.float64) - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
+    ws = ws[..., None] if ws.ndim else ws
     t = table[..., 0] * (1.0 - ws) + table[..., 1] * ws           # (rows, nLg)
     step = TRACE_GLOBAL[1] - TRACE_GLOBAL[0]
     x = np.clip(lg / step, 0.0, None)
@@ -371,7 +379,15 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     phase: they wait for their loads together and compute together, so one block's warps cannot hide
     each other's latency - only other blocks can)."""
     W = pa.warps
-    t1 = _interp_trace(pa.trace, lg, r.shared_latency_cycles)
+    sync = pa.barriers > 0
+    # A block's warps share their schedulers: between two barriers each issues at 1/phi of a lone warp's
+    # rate (phi = ceil(W / schedulers)), so a load issued a compute phase ahead of its use (double
+    # buffering) is hidden by a phase phi times longer than a lone warp's - the lone-warp trace with every
+    # latency divided by phi, in time units phi times longer. A load waited on right away is exposed in
+    # full either way (phi (I + lg/phi) - phi I = lg).
+    phi = np.where(sync, np.ceil(W / r.schedulers), 1.0)
+    t0 = _interp_trace(pa.trace, np.zeros_like(lg), r.shared_latency_cycles)
+    t1 = t0 + phi * (_interp_trace(pa.trace, lg / phi, r.shared_latency_cycles) - t0)
     issue = pa.instr / r.schedulers                      # per warp, at the SM's 4 schedulers
     # Load/store pipe: a warp's memory instruction holds it for its wavefronts (shared) or 128-byte lines
     # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
@@ -381,7 +397,6 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     p = prm.p
     s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
-    sync = pa.barriers > 0
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
     own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)

@@ -223,3 +223,17 @@ def test_predictions_are_finite_for_every_classic_config() -> None:
     pairs = [(c, s) for c in cfgs for s in sizes]
     r = predict_rows(H200, [c for c, _ in pairs], [s for _, s in pairs])
     assert np.all(np.isfinite(r["time_s"])) and np.all(r["time_s"] > 0)
+
+
+def test_a_blocks_warps_stretch_the_compute_phase_that_hides_a_prefetch() -> None:
+    # 16 warps of one double-buffered block share 4 schedulers: the compute phase between two barriers is
+    # 4x a lone warp's, long enough to hide the next tile's load - the time barely depends on the latency.
+    # A loop that waits for its tile right after loading it exposes the latency whatever its warps.
+    from model.timing import TimingParams, load_params
+    base = load_params()
+    lo, hi = (TimingParams(base.p, x, base.spill_overlap) for x in (1.0, 2.5))
+    dbuf = KernelConfig.parse("06:BM=128,BN=128,BK=8,TM=8,TN=4")
+    plain = KernelConfig.parse("05:BM=128,BN=128,BK=8,TM=8,TN=8")
+    ratio = [predict(H200, c, 4096, 4096, 4096, prm=hi, max_blocks_per_sm=1).time_s
+             / predict(H200, c, 4096, 4096, 4096, prm=lo, max_blocks_per_sm=1).time_s for c in (dbuf, plain)]
+    assert ratio[0] < 1.03 < 1.15 < ratio[1], ratio
