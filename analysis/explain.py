@@ -167,7 +167,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     resident warps' work), ``latency`` (the round's time beyond it: exposed latency) and ``round``. The bound
     named is the limit that sets the predicted time: the SM time (then its largest part), L2 or DRAM."""
     from model.registry import geometry
-    from model.timing import _interp_trace
+    from model.timing import _interp_trace, l2_reuse_bytes
     from model.units import fmt_bytes, fmt_rate, fmt_time
     g = geometry(cfg)
     step = "k step" if prof.k_tile == 1 else "K tile"
@@ -246,7 +246,8 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
                  f"{sm_t} and DRAM's {fmt_time(float(ev['t_dram']))}.")
     elif bound == "dram":
         s.append(f"Bound by DRAM bandwidth: {fmt_bytes(float(ev['dram_bytes']))} (A and B once, the panels the "
-                 f"blocks of one wave re-read after the {rt.l2_bytes / 2**20:.0f} MiB L2 lost them, C written back) "
+                 f"blocks of one wave re-read after the L2 lost them (it keeps {l2_reuse_bytes(gpu) / 2**20:.0f} MiB of "
+                 f"what every SM reads), the C evicted before the kernel ended) "
                  f"at {fmt_rate(rt.dram_bytes_per_s, 'B')} take {fmt_time(float(ev['t_dram']))}, longer than the "
                  f"SMs' {sm_t} and L2's {fmt_time(float(ev['t_l2']))}.")
     else:   # a limit this explainer does not know yet (the model grew one): say what the numbers are
@@ -327,7 +328,9 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
                              f"times, B read {gm} times, C's {sim.gst_sectors:,} store sectors"),
         "dram_bytes": float(ev["dram_bytes"]),
         "dram_bytes_formula": ("A and B once + the panels a wave of blocks (in launch order) re-reads after the L2 "
-                               "evicted them + C written back (all but the last wave's C, which stays dirty in L2)"),
+                               "evicted them (reuse distance: the previous wave's panels and C, against the L2 over its "
+                               "partitions) + the C evicted (written back) during the kernel; what the L2 still holds "
+                               "dirty at the end is written back after it"),
     }
     per_block_iteration = {
         "warps": prof.warps, "instructions_per_warp": prof.instructions_per_warp,

@@ -71,10 +71,12 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
 unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
-that the previous wave's traffic evicted from L2, and writes C back. The memory system is further pipes
-of the same network: the SMs' time and the L2 and DRAM times combine as the SM's pipes do,
-``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p`` (traffic that does not bind still costs time
-as it comes close to binding), plus the launch overhead.
+that the previous wave's traffic (its panels and its C: stores allocate in L2) evicted from L2, and writes
+back the C that later waves evicted before the kernel ended. The L2 that keeps what every SM reads is the
+L2 over its partitions (two on GA100/GH100: each partition caches what its own SMs read; see
+``_L2_PARTITIONS``). The memory system is further pipes of the same network: the SMs' time and the L2
+and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p``
+(traffic that does not bind still costs time as it comes close to binding), plus the launch overhead.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
 (or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
@@ -332,6 +334,8 @@ class ProfileArrays:
     gld_instr: np.ndarray    # warp-level global loads per block and iteration
     shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
     local_stores: np.ndarray  # spill stores per warp and iteration
+    split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
+    swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -408,37 +412,90 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
 
 
+# L2 partitions. GA100 and GH100 split the L2 in two partitions, each of which "localizes and caches data for
+# memory accesses from SMs in the GPCs directly connected to the partition" (NVIDIA A100 Tensor Core GPU
+# Architecture whitepaper, 2020, "L2 cache"; the H100 whitepaper, 2022, describes the same partitioned L2),
+# and Chips and Cheese's microbenchmarks of the H100 discuss its split L2 (chipsandcheese.com, 2023-07-02,
+# "Nvidia's H100: Funny L2, and tons of bandwidth"; S14 in shared/reference/gpu-specs-and-cupy.md). A tile
+# that SMs of both partitions read is held in both, so the capacity that keeps A and B for a later wave is
+# half the L2. The H200's ncu counts agree: C's store sectors reach the L2's tag stage 1.41-1.50 times
+# (a store homed in the far partition is looked up in both), and at 2048^3, where A + B + C = 50 MB is less
+# than the 60 MB L2, the multi-wave kernels still write 10-13 MB of C to DRAM during the kernel.
+# GA10x and AD10x document one L2: 1.
+_L2_PARTITIONS = {"sm_80": 2, "sm_90": 2}
+
+
+def l2_reuse_bytes(gpu) -> float:
+    """The L2 capacity (bytes) that holds data read by every SM: the L2 over its partitions (each partition
+    keeps its own copy of what its SMs read)."""
+    return float(gpu.l2_bytes) / _L2_PARTITIONS.get(gpu.arch, 1)
+
+
 @lru_cache(maxsize=200_000)
-def _wave_dram_reads_one(m: int, n: int, k: int, bm: int, bn: int, w: int, l2: float) -> float:
+def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float) -> tuple[float, float]:
+    """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch: the blocks run in row-major
+    launch order, ``w`` at a time, against an L2 that keeps ``cap`` bytes (LRU, write-back, write-allocate).
+
+    *Reads.* Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
+    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once), then writes
+    its C tiles, which allocate lines in L2. A panel touched again by the next wave was last used one wave's
+    stream ago: its reuse distance is that wave's panels plus its C. The blocks of a wave end (and the next
+    wave's blocks start) spread over the time the wave writes its C, so the distance is spread over
+    ``[panels, panels + C]``: the share of it beyond ``cap`` is read again.
+
+    *Writes.* At the kernel's end the L2 holds the last ``cap`` bytes the launch touched (LRU); a wave's C
+    is still there, dirty, when its own C and the footprint of the waves after it fit in ``cap``; the rest
+    was evicted during the kernel and written to DRAM. (What stays dirty is written back after the kernel.)"""
     gm, gn = -(-m // bm), -(-n // bn)
     a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
     unique = 4.0 * (m * k + k * n)
+    c_all = 4.0 * m * n
     nb = gm * gn
-    if unique <= l2 or nb <= w:
-        return unique
+    if unique + c_all <= cap:
+        return unique, 0.0
+    # Writes: walk back from the last wave while the footprint of the waves after it (contiguous blocks:
+    # rows r0 .. the last row; all columns once the range spans a whole row of blocks) leaves room for its C.
+    nw = -(-nb // w)
+    writes, later, last_row = c_all, 0.0, (nb - 1) // gn
+    for i in range(nw - 1, -1, -1):
+        s = i * w
+        cw_i = c_all * (min(s + w, nb) - s) / nb
+        kept = min(max((cap - later) / cw_i, 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw_i
+        later = c_all * (nb - s) / nb + (last_row - s // gn + 1) * a_panel + min(gn, nb - s) * b_panel
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    # Reads: nothing is read again when even the longest reuse distance fits.
+    foot_max = min(gm, w // gn + 2) * a_panel + min(gn, w) * b_panel
+    if (foot_max + c_all * w / nb) * max(1.0, gn / w) <= cap:
+        return unique, writes
     starts = np.arange(0, nb, w, dtype=np.int64)
     ends = np.minimum(starts + w, nb) - 1
     length = ends - starts + 1
+    cw = c_all * length / nb                                  # C written by each wave
     r0, r1 = starts // gn, ends // gn
     ncols = np.where(length >= gn, gn, length)
     foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
 
-    def miss(d):
-        return np.clip((d - l2) / foot, 0.0, 1.0)
+    def miss(d, spread):
+        return np.clip((d - cap) / np.maximum(spread, 1.0), 0.0, 1.0)
     # A: the row a wave shares with the previous wave (its first row, when the previous one ended there)
     shared_row = np.zeros(len(starts), dtype=bool)
     shared_row[1:] = r0[1:] == r1[:-1]
-    extra = float(np.sum(shared_row * a_panel * miss(foot)))
+    prev_foot, prev_cw = np.append(foot[:1], foot[:-1]), np.append(cw[:1], cw[:-1])   # the previous wave's
+    extra = float(np.sum(shared_row * a_panel * miss(prev_foot + prev_cw, prev_cw)))
     # B: columns seen before. A wave of >= gn blocks touches every column, as did the previous wave (reuse
-    # distance: this wave's footprint); a shorter wave meets its columns again one row of blocks later
-    # (reuse distance: the footprints of the gn / w waves in between).
+    # distance: one wave's stream); a shorter wave meets its columns again one row of blocks later (reuse
+    # distance: the streams of the gn / w waves in between).
     if w >= gn:
-        extra += float(np.sum(ncols[1:] * b_panel * miss(foot)[1:]))
+        extra += float(np.sum(ncols[1:] * b_panel * miss(prev_foot + prev_cw, prev_cw)[1:]))
     else:
-        d = foot * (gn / w)
         seen = r0 >= 1
-        extra += float(np.sum(seen * ncols * b_panel * miss(d)))
-    return unique + extra
+        extra += float(np.sum(seen * ncols * b_panel * miss((foot + cw) * (gn / w), cw * (gn / w))))
+    return unique + extra, writes
 
 
 @lru_cache(maxsize=200_000)
@@ -459,14 +516,82 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     return ra / n, cb / n
 
 
-def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
-    """DRAM bytes read for A and B when the blocks run in row-major launch order, ``blocks_per_wave`` at a
-    time. Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
-    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once); a panel
-    touched again by a later wave is an L2 hit unless the distinct bytes streamed since its last use
-    exceed the L2's capacity (LRU: the excess share of it is read again)."""
-    return np.array([_wave_dram_reads_one(int(m), int(n), int(k), int(bm), int(bn), int(w), float(l2_bytes))
-                     for m, n, k, bm, bn, w in zip(M, N, K, BM, BN, blocks_per_wave)], dtype=np.float64)
+def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
+    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_dram_one`
+    (row-major launch order) and :func:`_wave_dram_order` (the grouped order of ``swizzle`` > 1).
+
+    Split-K (``split_k`` = S > 1): the slices run one after another in launch order (slice z after every
+    tile of slice z-1), each a GEMM of depth K/S over its own A columns and B rows, all adding into the same
+    C: S times the reads and writes of one slice, plus the C lines a slice evicted, read again by the
+    next slice's atomics."""
+    n = len(np.atleast_1d(M))
+    S = np.ones(n, dtype=np.int64) if split_k is None else np.broadcast_to(np.asarray(split_k), (n,))
+    G = np.ones(n, dtype=np.int64) if swizzle is None else np.broadcast_to(np.asarray(swizzle), (n,))
+    out = []
+    for m, nn, k, bm, bn, w, s, g in zip(M, N, K, BM, BN, blocks_per_wave, S, G):
+        s = max(int(s), 1)
+        ks = -(-int(k) // s)
+        args = (int(m), int(nn), ks, int(bm), int(bn), int(w), float(cap))
+        rd, wr = _wave_dram_one(*args) if int(g) <= 1 else _wave_dram_order(*args, int(g))
+        out.append((s * rd + (s - 1) * wr, s * wr))
+    return np.array(out, dtype=np.float64).reshape(-1, 2).T
+
+
+@lru_cache(maxsize=100_000)
+def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
+                     group: int) -> tuple[float, float]:
+    """:func:`_wave_dram_one` for the grouped launch order (``registry.launch_order`` with swizzle_group =
+    ``group``: groups of ``group`` block rows walked column by column), by walking the waves: the same
+    rules for any order. Reads: a panel last used by wave i and needed again by wave j > i was pushed
+    through the L2 by the streams of waves i .. j-1 (their panels and their C), spread over their C; the
+    share beyond ``cap`` is read again. Writes: a wave's C is still in L2 at the end when its C and the
+    footprint of every later block (their distinct panels and C) fit in ``cap``."""
+    gm, gn = -(-m // bm), -(-n // bn)
+    a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
+    unique = 4.0 * (m * k + k * n)
+    c_all = 4.0 * m * n
+    nb = gm * gn
+    if unique + c_all <= cap:
+        return unique, 0.0
+    pid = np.arange(nb, dtype=np.int64)
+    first = (pid // (group * gn)) * group
+    size = np.minimum(gm - first, group)
+    rr = pid % (group * gn)
+    rows, cols = first + rr % size, rr // size
+    nw = -(-nb // w)
+    rs = [np.unique(rows[j * w:(j + 1) * w]) for j in range(nw)]
+    cs = [np.unique(cols[j * w:(j + 1) * w]) for j in range(nw)]
+    cw = np.array([c_all * (min((j + 1) * w, nb) - j * w) / nb for j in range(nw)])
+    foot = np.array([len(rs[j]) * a_panel + len(cs[j]) * b_panel for j in range(nw)])
+    # writes: walk back from the last wave
+    writes, seen_r, seen_c, c_later = c_all, set(), set(), 0.0
+    for i in range(nw - 1, -1, -1):
+        later = c_later + len(seen_r) * a_panel + len(seen_c) * b_panel
+        kept = min(max((cap - later) / cw[i], 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw[i]
+        seen_r.update(rs[i].tolist())
+        seen_c.update(cs[i].tolist())
+        c_later += cw[i]
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    stream = np.concatenate([[0.0], np.cumsum(foot + cw)])
+    spread = np.concatenate([[0.0], np.cumsum(cw)])
+    last_a = np.full(gm, -1, dtype=np.int64)
+    last_b = np.full(gn, -1, dtype=np.int64)
+    extra = 0.0
+    for j in range(nw):
+        for ids, last, panel in ((rs[j], last_a, a_panel), (cs[j], last_b, b_panel)):
+            prev = last[ids]
+            i = prev[prev >= 0]
+            if len(i):
+                d = stream[j] - stream[i]
+                sp = np.maximum(spread[j] - spread[i], 1.0)
+                extra += float(np.sum(panel * np.clip((d - cap) / sp, 0.0, 1.0)))
+            last[ids] = j
+    return unique + extra, writes
 
 
 def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes) -> np.ndarray:
@@ -509,8 +634,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
-    blocks = gm * gn
-    nk = -(-K // pa.k_tile)
+    # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
+    # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
+    S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
+    blocks = gm * gn * S
+    nk = -(-(-(-K // pa.k_tile)) // S)
     launchable = np.asarray(pa.bps) > 0
     bps = np.maximum(np.asarray(pa.bps), 1)
     if max_blocks_per_sm is not None:
@@ -525,18 +653,22 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
                   ).reshape(-1, 2)
     l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
     # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
-    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
-    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one. So does an atomic add
+    # (split-K: every slice adds its partial tile into C at the L2).
+    partial = ((4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0) | (S > 1)
     l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
     wave = r.sms * bps
-    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
-    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
-    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
+    # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
+    # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
+    # config's launch order (swizzle) and per K slice (split-K).
+    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), S, pa.swizzle)
     waves = -(-blocks // wave)
-    last = blocks - (waves - 1) * wave
-    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
+    dram_bytes = dram_reads + dram_writes
     t_l2 = l2_time_bytes / r.l2_bytes_per_s
     t_dram = dram_bytes / r.dram_bytes_per_s
+    # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
+    # operation): one more launch, and C's bytes written through the L2.
+    t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
     lg = np.where(pa.barriers > 0, prm.latency_scale * r.l2_latency_cycles,
                   _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
@@ -565,7 +697,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still
     # costs time in proportion to how close it comes to binding.
     pp = prm.p
-    time_s = (t_sm ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s
+    time_s = (t_sm ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s + t_zero
     time_s = np.where(launchable, time_s, np.inf)
     limits = parts / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
@@ -595,7 +727,9 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
                        smem=ca.smem_bytes.astype(np.float64), bps=bps,
                        gld_instr=col(lambda p: p.global_load_instructions),
                        shared_instr=col(lambda p: p.shared_instructions),
-                       local_stores=col(lambda p: p.local_stores))
+                       local_stores=col(lambda p: p.local_stores),
+                       split_k=np.array([geometry(c).split_k for c in cfgs], dtype=np.int64),
+                       swizzle=np.array([geometry(c).swizzle_group for c in cfgs], dtype=np.int64))
     return (pa,), profs
 
 
@@ -660,7 +794,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                     f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
-        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B re-read per wave, C write-back) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
+        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B + re-reads per wave, C evicted during the kernel) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
