@@ -34,15 +34,34 @@ Seidmann's approximation of the 4-scheduler station by one server of a quarter t
 plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + shared^p + L1^p)^(1/p)`` per warp
 and iteration: issue ``I/4`` (4 schedulers, one instruction a cycle each), shared ``S/r`` (``r``
 wavefronts a cycle from the shared bandwidth), L1 ``G`` (one 128-byte line a cycle in the tag stage);
-the exponent ``p`` says how far the pipes overlap. **Mean value analysis** (Reiser & Lavenberg 1980)
+the exponent ``p`` says how far the pipes overlap.
+
+*The load/store pipe's issue rate.* A warp's memory instruction (global, shared, local) is accepted by
+the SM's LD/ST units, ``[sm].ld_st_units`` per SM: it holds its pipe ``warp_size / ld_st_units``
+cycles whatever its width, so the shared and L1 terms are each at least that many cycles per
+instruction. 32 units (GV100, GA100, GH100: 1 cycle) never bind beyond the wavefront count; 16 units
+(TU10x, GA10x, AD10x: 2 cycles, NVIDIA's architecture whitepapers' SM figures) halve the rate of
+narrow loads: the naive kernel's two 4-byte loads per FFMA and the shared-memory kernel's 4-byte
+shared loads run at half the H200's per-cycle rate on an RTX A6000 or RTX 4060. **Mean value analysis** (Reiser & Lavenberg 1980)
 of the ``n`` resident warps in this closed network gives the time of one iteration of all of them:
 ``Z + s`` for one warp (latency exposed), ``n s`` when enough warps hide it - the seed's 16x16 versus
 32x32 question is this ``n``.
 
-*Loaded latency.* The global-load latency the trace waits is ``latency_scale x`` the L2 hit latency:
-every iteration waits for at least one operand line first touched in that iteration (a miss, or a hit
-on a miss in flight), and under load the latency grows (queueing) - ``latency_scale`` is one of the
-calibrated parameters.
+*Loaded latency.* A loop with a barrier waits, every iteration, for the slowest of all its warps' tile
+loads - many lines, at least one of them first touched in that iteration (a miss, or a hit on a miss in
+flight) and queued behind the others: the global-load latency the trace waits is ``latency_scale x``
+the L2 hit latency (``latency_scale`` is one of the calibrated parameters). A loop without a barrier
+(each warp on its own, e.g. the naive kernel) waits only for its own few lines per exposure: the
+unloaded L2 hit latency, or DRAM's when one of those sectors is read from DRAM, with the probability
+the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the seed's 16x16 versus
+32x32 case: the naive kernel's operands, shared by every block of a wave, come from L2, so 32 warps of
+one 1024-thread block hide most of the latency, as the forced-residency measurements show.
+
+*A block's warps stretch its compute phase.* Between two barriers the ``W`` warps of a block share the
+SM's schedulers, each issuing at ``1/phi`` of a lone warp's rate (``phi = ceil(W / 4)``): a load issued a
+compute phase ahead of its use (double buffering, cp.async) is hidden by a phase ``phi`` times longer
+than the lone-warp trace's. The trace's global-latency stall is taken at ``lg / phi`` and scaled by
+``phi``; a load waited on right after it is issued stays exposed in full (``phi x lg / phi``).
 
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
@@ -55,12 +74,15 @@ unique A and B plus the re-reads of the panels that the blocks of one wave (in l
 that the previous wave's traffic (its panels and its C: stores allocate in L2) evicted from L2, and writes
 back the C that later waves evicted before the kernel ended. The L2 that keeps what every SM reads is the
 L2 over its partitions (two on GA100/GH100: each partition caches what its own SMs read; see
-``_L2_PARTITIONS``). Their times bound the SM time from below; the kernel's time is the largest plus the
-launch overhead.
+``_L2_PARTITIONS``). The memory system is further pipes of the same network: the SMs' time and the L2
+and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p``
+(traffic that does not bind still costs time as it comes close to binding), plus the launch overhead.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
-(or L2's, when the warps' local memory does not fit beside their shared memory), divided by the reloads
-in flight together (``spill_overlap``).
+(or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
+driver picks: the smallest supported step that holds the resident blocks), divided by the reloads in
+flight together (``spill_overlap``). Spill loads and stores (``LDL``, ``STL``, every width) also take
+the load/store pipe.
 
 Calibration
 -----------
@@ -141,6 +163,8 @@ class Rates:
     launch_overhead_s: float
     l2_bytes: int
     notes: tuple[str, ...]
+    lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
+    dram_latency_cycles: float = 0.0
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -189,8 +213,10 @@ def rates(gpu) -> Rates:
     l1 = get("l1_latency_cycles", _ARCH_L1_LATENCY.get(arch, 33.0), f"L1 latency ({arch} microbenchmarks)")
     sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
     launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
+    dlat = get("dram_latency_cycles", 2.3 * lat, "DRAM latency (2.3 x the L2 latency)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
-                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes))
+                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
+                 max(dlat, lat))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -221,6 +247,9 @@ class Profile:
     barriers: float = 0.0         # barriers per warp and iteration (simulator)
     local_loads: float = 0.0      # spill reloads (LDL) per warp and iteration
     local_bytes: float = 0.0      # local memory per thread, bytes
+    global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
+    shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
+    local_stores: float = 0.0               # spill stores (STL) per warp and iteration
 
 
 def _estimate_trace(instr: float) -> tuple:
@@ -249,12 +278,13 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     if f is not None and f.loop_found and f.loop_ffma and f.loop_path_instructions:
         per = ffma_per_warp_it / f.loop_ffma          # iterations of ours per SASS loop iteration
         instr = f.loop_path_instructions * per
-        ldl = f.per_iteration("LDL") * per
+        ldl = f.per_iteration_all_widths("LDL") * per
+        stl = f.per_iteration_all_widths("STL") * per
         epi = float(f.epilogue_instructions or 0)
     else:
         instr = (b.ffma_warp + b.lds_instructions + b.sts_instructions + b.gld_requests + b.bar_warp
                  + b.int_warp_est) / max(b.warps, 1)
-        per, ldl, epi = 1.0, 0.0, 0.0
+        per, ldl, stl, epi = 1.0, 0.0, 0.0, 0.0
     if f is not None and f.loop_trace_cycles:
         trace = tuple(tuple(float(x) * per for x in row) for row in f.loop_trace_cycles)
         pro = tuple(tuple(float(x) for x in row) for row in f.prologue_trace_cycles)
@@ -270,7 +300,9 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    store_sectors=float(store_sectors), store_lines=store_lines, registers=int(regs), source=source, trace=trace,
                    prologue=pro, epilogue_instructions=epi, latency_chain=chain,
                    barriers=float(b.bar_warp) / max(b.warps, 1), local_loads=float(ldl),
-                   local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0)
+                   local_bytes=float(max(f.local_bytes, f.stack_bytes)) if f is not None else 0.0,
+                   global_load_instructions=float(b.gld_requests),
+                   shared_instructions=float(b.lds_instructions + b.sts_instructions), local_stores=float(stl))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,6 +331,9 @@ class ProfileArrays:
     barriers: np.ndarray     # barriers per warp and iteration
     smem: np.ndarray
     bps: np.ndarray          # resident blocks per SM from the occupancy calculator
+    gld_instr: np.ndarray    # warp-level global loads per block and iteration
+    shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
+    local_stores: np.ndarray  # spill stores per warp and iteration
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -309,9 +344,11 @@ class ProfileArrays:
         return len(self.BM)
 
 
-def _interp_trace(table: np.ndarray, lg: np.ndarray, ls: float) -> np.ndarray:
-    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls)."""
-    ws = (ls - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
+def _interp_trace(table: np.ndarray, lg: np.ndarray, ls) -> np.ndarray:
+    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls: a scalar
+    or one per row)."""
+    ws = (np.asarray(ls, dtype=np.float64) - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
+    ws = ws[..., None] if ws.ndim else ws
     t = table[..., 0] * (1.0 - ws) + table[..., 1] * ws           # (rows, nLg)
     step = TRACE_GLOBAL[1] - TRACE_GLOBAL[0]
     x = np.clip(lg / step, 0.0, None)
@@ -346,14 +383,24 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     phase: they wait for their loads together and compute together, so one block's warps cannot hide
     each other's latency - only other blocks can)."""
     W = pa.warps
-    t1 = _interp_trace(pa.trace, lg, r.shared_latency_cycles)
+    sync = pa.barriers > 0
+    # A block's warps share their schedulers: between two barriers each issues at 1/phi of a lone warp's
+    # rate (phi = ceil(W / schedulers)), so a load issued a compute phase ahead of its use (double
+    # buffering) is hidden by a phase phi times longer than a lone warp's - the lone-warp trace with every
+    # latency divided by phi, in time units phi times longer. A load waited on right away is exposed in
+    # full either way (phi (I + lg/phi) - phi I = lg).
+    phi = np.where(sync, np.ceil(W / r.schedulers), 1.0)
+    t0 = _interp_trace(pa.trace, np.zeros_like(lg), r.shared_latency_cycles)
+    t1 = t0 + phi * (_interp_trace(pa.trace, lg / phi, r.shared_latency_cycles) - t0)
     issue = pa.instr / r.schedulers                      # per warp, at the SM's 4 schedulers
-    shared = pa.shared_wf / W / r.shared_wavefronts_per_cycle
-    l1 = pa.l1_lines / W + pa.local_loads
+    # Load/store pipe: a warp's memory instruction holds it for its wavefronts (shared) or 128-byte lines
+    # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
+    # narrow loads (one line, one wavefront) run at half the rate of a 32-unit SM (GA100, GH100).
+    shared = np.maximum(pa.shared_wf / r.shared_wavefronts_per_cycle, pa.shared_instr * r.lsu_cycles) / W
+    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
     p = prm.p
     s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
-    sync = pa.barriers > 0
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
     own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
@@ -547,6 +594,35 @@ def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
     return unique + extra, writes
 
 
+def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes) -> np.ndarray:
+    """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
+    block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
+    for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
+    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its 128-byte
+    lines per iteration, 4 sectors each, over the latencies in series per iteration), whether it fetched
+    them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
+    wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
+    f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
+    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
+    n = 4.0 * pa.l1_lines / pa.warps / np.maximum(chain, 0.05)
+    miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
+    return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
+
+
+def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
+    """L1 data-cache bytes per SM beside the shared memory of ``bps`` resident blocks: the driver sets the
+    shared-memory carveout to the smallest supported step that holds them all (CUDA C++ Programming Guide,
+    compute capabilities 8.x and 9.0, "Shared Memory": the carveout steps; the rest of the unified
+    L1/shared array is L1)."""
+    alloc = -(-(np.asarray(smem, dtype=np.int64) + gpu.shared_reserved_per_block) // gpu.shared_alloc_unit) \
+        * gpu.shared_alloc_unit
+    need = np.asarray(bps, dtype=np.int64) * alloc
+    steps = np.asarray(gpu.shared_carveout_steps_bytes, dtype=np.int64)
+    idx = np.searchsorted(steps, need)
+    carve = np.where(idx < len(steps), steps[np.minimum(idx, len(steps) - 1)], gpu.shared_bytes_per_sm)
+    return (gpu.l1_shared_bytes - carve).astype(np.float64)
+
+
 def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
              max_blocks_per_sm=None) -> dict[str, np.ndarray]:
     """Vectorised timing model over rows (one entry per (config, size)); SI units out.
@@ -569,29 +645,6 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
         bps = np.minimum(bps, np.maximum(np.asarray(max_blocks_per_sm), 1))
     per_sm = -(-blocks // r.sms)
     full, rem = per_sm // bps, per_sm % bps
-    lg = prm.latency_scale * r.l2_latency_cycles * np.ones(len(pa))
-    l1_left = gpu.l1_shared_bytes - bps * (np.asarray(pa.smem) + gpu.shared_reserved_per_block)
-    ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm)
-    # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
-    # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
-    # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
-    pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
-
-    # The blocks of one round start (and so end) together on every SM: their C stores reach the L2 at the
-    # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them.
-    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / r.l2_bytes_per_s * r.clock_hz
-
-    def once(bb):
-        return pro + bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines),
-                                     store_cycles_per_block)
-    rounds = full + (rem > 0)
-    sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
-                 + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0))
-    parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
-    parts[3] = parts[3] + rounds * pro
-    t_sm = sm_cycles / r.clock_hz
     # Traffic.
     a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
     b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
@@ -616,7 +669,35 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
     # operation): one more launch, and C's bytes written through the L2.
     t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
-    time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s + t_zero
+    lg = np.where(pa.barriers > 0, prm.latency_scale * r.l2_latency_cycles,
+                  _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
+    l1_left = _l1_bytes_left(gpu, bps, pa.smem)
+    ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
+    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
+    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm)
+    # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
+    # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
+    # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
+    pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
+
+    # The blocks of one round start (and so end) together on every SM: their C stores reach the L2 at the
+    # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them.
+    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / r.l2_bytes_per_s * r.clock_hz
+
+    def once(bb):
+        return pro + bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines),
+                                     store_cycles_per_block)
+    rounds = full + (rem > 0)
+    sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
+                 + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0))
+    parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
+    parts[3] = parts[3] + rounds * pro
+    t_sm = sm_cycles / r.clock_hz
+    # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
+    # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still
+    # costs time in proportion to how close it comes to binding.
+    pp = prm.p
+    time_s = (t_sm ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s + t_zero
     time_s = np.where(launchable, time_s, np.inf)
     limits = parts / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
@@ -627,7 +708,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     return {"time_s": time_s, "flop_per_s": flops / time_s, "flops": flops, "t_sm": t_sm, "t_l2": t_l2,
             "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": waves,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
-            "blocks_per_sm": np.where(launchable, bps, 0)}
+            "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg}
 
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
@@ -644,6 +725,9 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
                        epilogue=col(lambda p: p.epilogue_instructions), local_loads=col(lambda p: p.local_loads),
                        local_bytes=col(lambda p: p.local_bytes), barriers=col(lambda p: p.barriers),
                        smem=ca.smem_bytes.astype(np.float64), bps=bps,
+                       gld_instr=col(lambda p: p.global_load_instructions),
+                       shared_instr=col(lambda p: p.shared_instructions),
+                       local_stores=col(lambda p: p.local_stores),
                        split_k=np.array([geometry(c).split_k for c in cfgs], dtype=np.int64),
                        swizzle=np.array([geometry(c).swizzle_group for c in cfgs], dtype=np.int64))
     return (pa,), profs
@@ -696,7 +780,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     rt = rates(gpu)
     lim = r["limits"]
     b = int(r["blocks_per_sm"])
-    lg = prm.latency_scale * rt.l2_latency_cycles
+    lg = float(r["latency_cycles"])
     t1 = float(_interp_trace(pa.trace, np.array([lg]), rt.shared_latency_cycles)[0])
     formulas = {
         "issue": f"n warps x {prof.instructions_per_warp:.0f} instructions per iteration / {rt.schedulers} schedulers "
@@ -704,7 +788,8 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
         "l1": f"n warps x {prof.l1_lines / prof.warps:.2f} global-load lines per warp-iteration / 1 per cycle",
-        "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle loaded global latency "
+        "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle global latency "
+                    f"({'loaded: latency_scale x L2, a barrier waits for all tile loads' if prof.barriers > 0 else 'L2, or DRAM when a waited sector misses L2'}) "
                     f"({prof.latency_chain:.2f} latencies in series per iteration, "
                     f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
