@@ -542,6 +542,61 @@ def format_prediction_score(j: dict, path) -> str:
     return "\n".join(L)
 
 
+def score_traffic_predictions(preds: Sequence[dict], ncu_rows: Sequence[dict]) -> dict:
+    """Score traffic predictions committed before an ncu run (rows with ``l2_bytes`` and ``dram_bytes``,
+    e.g. ``experiments/predictions/ncu_traffic.jsonl``) against Nsight Compute rows (``gemmscope.ncu``):
+    L2 bytes against ``lts__t_bytes.sum``, DRAM bytes against ``dram__bytes_read.sum +
+    dram__bytes_write.sum``, matched on config key, M, N, K (the latest ncu row of each). Returns per-row
+    signed errors (fractions: (predicted - measured) / measured) and, per level, the count within 10 % and
+    15 %, the mean absolute and the largest absolute error."""
+    meas: dict[tuple, dict] = {}
+    for r in ncu_rows:
+        m = r.get("metrics") or {}
+        if r.get("rung") == 0 or "lts__t_bytes.sum" not in m:
+            continue
+        meas[(r.get("config_key"), r.get("M"), r.get("N"), r.get("K"))] = m
+    out_rows, unmatched = [], 0
+    for p in preds:
+        if p.get("l2_bytes") is None or p.get("dram_bytes") is None:
+            continue
+        m = meas.get((p.get("config"), p.get("M"), p.get("N"), p.get("K")))
+        if m is None:
+            unmatched += 1
+            continue
+        l2 = float(m["lts__t_bytes.sum"])
+        dram = float(m.get("dram__bytes_read.sum", 0.0)) + float(m.get("dram__bytes_write.sum", 0.0))
+        out_rows.append({"config": p["config"], "label": p.get("label", p["config"]), "M": p["M"], "N": p["N"],
+                         "K": p["K"], "l2_measured": l2, "l2_predicted": float(p["l2_bytes"]),
+                         "dram_measured": dram, "dram_predicted": float(p["dram_bytes"]),
+                         "l2_error": float(p["l2_bytes"]) / l2 - 1 if l2 else None,
+                         "dram_error": float(p["dram_bytes"]) / dram - 1 if dram else None})
+    if not out_rows:
+        raise NoDataError(f"none of the {len(preds)} traffic predictions matches an ncu row (same config key, "
+                          "M, N, K): run experiments.ncu_run at those sizes first")
+    levels = {}
+    for lvl in ("l2", "dram"):
+        e = np.array([abs(r[f"{lvl}_error"]) for r in out_rows if r[f"{lvl}_error"] is not None])
+        levels[lvl] = {"n": int(len(e)), "within_10": int(np.sum(e <= 0.10)), "within_15": int(np.sum(e <= 0.15)),
+                       "mean_abs": float(e.mean()), "max_abs": float(e.max())}
+    return {"rows": out_rows, "levels": levels, "n": len(out_rows), "unmatched": unmatched,
+            "model_commits": sorted({str(p.get("model_commit")) for p in preds})}
+
+
+def format_traffic_score(j: dict, path) -> str:
+    L = [f"Traffic predictions in {path} (model at commit {', '.join(j['model_commits'])}), committed before the "
+         f"ncu run, against Nsight Compute: {j['n']} rows matched ({j['unmatched']} predictions not measured)", "",
+         f"{'config':44s} {'size':>16s} {'L2 meas GB':>10s} {'pred':>8s} {'err':>8s} {'DRAM meas GB':>12s} "
+         f"{'pred':>8s} {'err':>8s}"]
+    for r in j["rows"]:
+        L.append(f"{r['label'][:44]:44s} {_size(r['M'], r['N'], r['K']):>16s} {r['l2_measured'] / 1e9:10.3f} "
+                 f"{r['l2_predicted'] / 1e9:8.3f} {_pct(r['l2_error'], signed=True):>8s} {r['dram_measured'] / 1e9:12.3f} "
+                 f"{r['dram_predicted'] / 1e9:8.3f} {_pct(r['dram_error'], signed=True):>8s}")
+    for lvl, s in j["levels"].items():
+        L.append(f"{lvl.upper():4s}: {s['within_10']}/{s['n']} within 10 %, {s['within_15']}/{s['n']} within 15 %; "
+                 f"mean |error| {_pct(s['mean_abs'])}, max {_pct(s['max_abs'])}")
+    return "\n".join(L)
+
+
 def main(args) -> int:
     """``analyze.py compare [DATA...] [--json] [--rows] [--model timing|roofline] [--predictions FILE]``."""
     from .cli import stages
@@ -549,11 +604,25 @@ def main(args) -> int:
     bar = stages(2, "compare: loading")
     rows = load(paths)
     bar.update()
+    pfile = getattr(args, "predictions", None)
+    if not rows and pfile and paths:
+        # ncu rows: score committed traffic predictions (L2 and DRAM bytes)
+        from experiments.predict import read_predictions
+        from .data import load_ncu
+        ncu = [r for p in paths for r in load_ncu(p)]
+        if ncu:
+            try:
+                preds = read_predictions(pfile)
+            except ValueError as e:
+                raise DataError(str(e)) from None
+            j = score_traffic_predictions(preds, ncu)
+            bar.close()
+            print(json.dumps(j, indent=2) if getattr(args, "json", False) else format_traffic_score(j, pfile))
+            return 0
     if not rows:
         bar.close()
         raise NoDataError(_no_data_message(paths))
     bar.set_description_str(f"compare: predicting {len(rows)} rows")
-    pfile = getattr(args, "predictions", None)
     if pfile:
         from experiments.predict import read_predictions
         try:

@@ -167,7 +167,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     resident warps' work), ``latency`` (the round's time beyond it: exposed latency) and ``round``. The bound
     named is the limit that sets the predicted time: the SM time (then its largest part), L2 or DRAM."""
     from model.registry import geometry
-    from model.timing import _interp_trace
+    from model.timing import _interp_trace, l2_reuse_bytes
     from model.units import fmt_bytes, fmt_rate, fmt_time
     g = geometry(cfg)
     step = "k step" if prof.k_tile == 1 else "K tile"
@@ -184,13 +184,16 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     p = prm.p
     exposed = rnd["latency"]
     service = rnd["round"] - exposed
-    lg = prm.latency_scale * rt.l2_latency_cycles
+    lg = float(ev["latency_cycles"])
     t1 = float(_interp_trace(np.array([prof.trace]), np.array([lg]), rt.shared_latency_cycles)[0])
     chain = prof.latency_chain
+    why_lg = (f"loaded: {prm.latency_scale:.2f} x the {rt.l2_latency_cycles:.0f}-cycle L2 latency, a barrier waits "
+              f"for all the block's tile loads" if prof.barriers > 0 else
+              f"the {rt.l2_latency_cycles:.0f}-cycle L2 latency, or DRAM's {rt.dram_latency_cycles:.0f} when one of "
+              f"the warp's waited sectors misses L2")
     load_txt = (f"one warp alone needs {_fmt_cycles(t1)} cycles per {step} for {prof.instructions_per_warp:,.0f} "
-                f"instructions at a {_fmt_cycles(lg)}-cycle loaded global latency ({prm.latency_scale:.2f} x the "
-                f"{rt.l2_latency_cycles:.0f}-cycle L2 latency; {chain:.2f} latencies in series per {step}, from the "
-                f"{'SASS loop trace' if prof.source == 'sass' else 'estimate'})")
+                f"instructions at a {_fmt_cycles(lg)}-cycle global latency ({why_lg}; {chain:.2f} latencies in "
+                f"series per {step}, from the {'SASS loop trace' if prof.source == 'sass' else 'estimate'})")
     pipes = (f"issue {_fmt_cycles(rnd['issue'])}, shared {_fmt_cycles(rnd['shared'])} and L1 "
              f"{_fmt_cycles(rnd['l1'])} cycles, overlapping partly with p = {p:.2f}")
     head = f"one round (every resident block one {step}) takes {_fmt_cycles(rnd['round'])} cycles"
@@ -214,15 +217,27 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     elif bound == "shared":
         bi = sim.per_block_iteration
         conf = bi.lds_bank_conflicts + bi.sts_bank_conflicts
-        s.append(f"Bound by shared-memory bandwidth: {who}, each block moving {prof.shared_wavefronts:,.0f} "
-                 f"wavefronts per {step} ({conf:,} of them bank conflicts) at {rt.shared_wavefronts_per_cycle:.3f} "
-                 f"wavefronts per cycle: {_fmt_cycles(rnd['shared'])} shared cycles; {split}.")
+        if rt.lsu_cycles > 1 and prof.shared_instructions * rt.lsu_cycles > prof.shared_wavefronts / rt.shared_wavefronts_per_cycle:
+            s.append(f"Bound by the load/store pipe for shared memory ({gpu.ld_st_units_per_sm} LD/ST units per SM: "
+                     f"{rt.lsu_cycles:g} cycles per warp memory instruction): {who}, each block issuing "
+                     f"{prof.shared_instructions:,.0f} shared loads and stores per {step} ({prof.shared_wavefronts:,.0f} "
+                     f"wavefronts, {conf:,} of them bank conflicts): {_fmt_cycles(rnd['shared'])} cycles; {split}.")
+        else:
+            s.append(f"Bound by shared-memory bandwidth: {who}, each block moving {prof.shared_wavefronts:,.0f} "
+                     f"wavefronts per {step} ({conf:,} of them bank conflicts) at {rt.shared_wavefronts_per_cycle:.3f} "
+                     f"wavefronts per cycle: {_fmt_cycles(rnd['shared'])} shared cycles; {split}.")
     elif bound == "l1":
         req = max(sim.per_block_iteration.gld_requests, 1)
         per_req = prof.l1_lines / req
-        s.append(f"Bound by the L1 tag stage (one 128-byte line per cycle): {who}, each block touching "
-                 f"{prof.l1_lines:,.0f} lines per {step} ({per_req:.3g} per warp load request): "
-                 f"{_fmt_cycles(rnd['l1'])} L1 cycles; {split}.")
+        if rt.lsu_cycles > 1 and prof.global_load_instructions * rt.lsu_cycles > prof.l1_lines:
+            s.append(f"Bound by the load/store pipe ({gpu.ld_st_units_per_sm} LD/ST units per SM: "
+                     f"{rt.lsu_cycles:g} cycles per warp memory instruction): {who}, each block issuing "
+                     f"{prof.global_load_instructions:,.0f} global loads per {step}, touching {prof.l1_lines:,.0f} "
+                     f"lines ({per_req:.3g} per request): {_fmt_cycles(rnd['l1'])} cycles; {split}.")
+        else:
+            s.append(f"Bound by the L1 tag stage (one 128-byte line per cycle): {who}, each block touching "
+                     f"{prof.l1_lines:,.0f} lines per {step} ({per_req:.3g} per warp load request): "
+                     f"{_fmt_cycles(rnd['l1'])} L1 cycles; {split}.")
     elif bound == "l2":
         gm, gn = -(-pred.M // g.BM), -(-pred.N // g.BN)
         s.append(f"Bound by L2 bandwidth: {fmt_bytes(float(ev['l2_bytes']))} (A read ceil(N/BN) = {gn} times, "
@@ -231,7 +246,8 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
                  f"{sm_t} and DRAM's {fmt_time(float(ev['t_dram']))}.")
     elif bound == "dram":
         s.append(f"Bound by DRAM bandwidth: {fmt_bytes(float(ev['dram_bytes']))} (A and B once, the panels the "
-                 f"blocks of one wave re-read after the {rt.l2_bytes / 2**20:.0f} MiB L2 lost them, C written back) "
+                 f"blocks of one wave re-read after the L2 lost them (it keeps {l2_reuse_bytes(gpu) / 2**20:.0f} MiB of "
+                 f"what every SM reads), the C evicted before the kernel ended) "
                  f"at {fmt_rate(rt.dram_bytes_per_s, 'B')} take {fmt_time(float(ev['t_dram']))}, longer than the "
                  f"SMs' {sm_t} and L2's {fmt_time(float(ev['t_l2']))}.")
     else:   # a limit this explainer does not know yet (the model grew one): say what the numbers are
@@ -312,7 +328,9 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
                              f"times, B read {gm} times, C's {sim.gst_sectors:,} store sectors"),
         "dram_bytes": float(ev["dram_bytes"]),
         "dram_bytes_formula": ("A and B once + the panels a wave of blocks (in launch order) re-reads after the L2 "
-                               "evicted them + C written back (all but the last wave's C, which stays dirty in L2)"),
+                               "evicted them (reuse distance: the previous wave's panels and C, against the L2 over its "
+                               "partitions) + the C evicted (written back) during the kernel; what the L2 still holds "
+                               "dirty at the end is written back after it"),
     }
     per_block_iteration = {
         "warps": prof.warps, "instructions_per_warp": prof.instructions_per_warp,

@@ -222,7 +222,7 @@ _FROM_ATTRIBUTE = (
 # GPUSpec fields no attribute reports: borrowed from a shipped spec of the same compute capability.
 _FROM_TEMPLATE = ("fp32_lanes_per_sm", "max_registers_per_thread", "register_alloc_unit", "warp_alloc_granularity",
                   "sub_partitions", "shared_alloc_unit", "l1_shared_bytes", "shared_banks", "shared_bank_bytes",
-                  "int32_lanes_per_sm")
+                  "int32_lanes_per_sm", "ld_st_units_per_sm")
 
 
 def spec_from_attributes(name: str, attrs: Mapping[str, int]) -> GPUSpec:

@@ -121,6 +121,10 @@ class GPUSpec:
     shared_bank_bytes: int
     """Width of one shared-memory bank, bytes."""
     int32_lanes_per_sm: int
+    ld_st_units_per_sm: int
+    """Load/store units per SM: a warp's memory instruction (global, local or shared) occupies the SM's
+    load/store pipe ``warp_size / ld_st_units_per_sm`` cycles whatever its width (GA102/AD10x: 16, so 2
+    cycles; GV100/GA100/GH100: 32, so 1 cycle)."""
     # measured (optional)
     copy_bandwidth_bytes_per_s: float | None
     """Measured device-to-device copy bandwidth (read + write bytes), B/s; None if not measured."""
@@ -213,6 +217,7 @@ _REQUIRED: tuple[_Field, ...] = (
     _Field("sm", "shared_banks", "shared_banks", "pos_int"),
     _Field("sm", "shared_bank_bytes", "shared_bank_bytes", "pos_int"),
     _Field("sm", "int32_lanes", "int32_lanes_per_sm", "pos_int"),
+    _Field("sm", "ld_st_units", "ld_st_units_per_sm", "pos_int"),
 )
 
 _MEASURED_KEYS = ("copy_bandwidth_bytes_per_s", "cublas_sgemm_flop_per_s")

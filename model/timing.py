@@ -34,15 +34,34 @@ Seidmann's approximation of the 4-scheduler station by one server of a quarter t
 plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + shared^p + L1^p)^(1/p)`` per warp
 and iteration: issue ``I/4`` (4 schedulers, one instruction a cycle each), shared ``S/r`` (``r``
 wavefronts a cycle from the shared bandwidth), L1 ``G`` (one 128-byte line a cycle in the tag stage);
-the exponent ``p`` says how far the pipes overlap. **Mean value analysis** (Reiser & Lavenberg 1980)
+the exponent ``p`` says how far the pipes overlap.
+
+*The load/store pipe's issue rate.* A warp's memory instruction (global, shared, local) is accepted by
+the SM's LD/ST units, ``[sm].ld_st_units`` per SM: it holds its pipe ``warp_size / ld_st_units``
+cycles whatever its width, so the shared and L1 terms are each at least that many cycles per
+instruction. 32 units (GV100, GA100, GH100: 1 cycle) never bind beyond the wavefront count; 16 units
+(TU10x, GA10x, AD10x: 2 cycles, NVIDIA's architecture whitepapers' SM figures) halve the rate of
+narrow loads: the naive kernel's two 4-byte loads per FFMA and the shared-memory kernel's 4-byte
+shared loads run at half the H200's per-cycle rate on an RTX A6000 or RTX 4060. **Mean value analysis** (Reiser & Lavenberg 1980)
 of the ``n`` resident warps in this closed network gives the time of one iteration of all of them:
 ``Z + s`` for one warp (latency exposed), ``n s`` when enough warps hide it - the seed's 16x16 versus
 32x32 question is this ``n``.
 
-*Loaded latency.* The global-load latency the trace waits is ``latency_scale x`` the L2 hit latency:
-every iteration waits for at least one operand line first touched in that iteration (a miss, or a hit
-on a miss in flight), and under load the latency grows (queueing) - ``latency_scale`` is one of the
-calibrated parameters.
+*Loaded latency.* A loop with a barrier waits, every iteration, for the slowest of all its warps' tile
+loads - many lines, at least one of them first touched in that iteration (a miss, or a hit on a miss in
+flight) and queued behind the others: the global-load latency the trace waits is ``latency_scale x``
+the L2 hit latency (``latency_scale`` is one of the calibrated parameters). A loop without a barrier
+(each warp on its own, e.g. the naive kernel) waits only for its own few lines per exposure: the
+unloaded L2 hit latency, or DRAM's when one of those sectors is read from DRAM, with the probability
+the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the seed's 16x16 versus
+32x32 case: the naive kernel's operands, shared by every block of a wave, come from L2, so 32 warps of
+one 1024-thread block hide most of the latency, as the forced-residency measurements show.
+
+*A block's warps stretch its compute phase.* Between two barriers the ``W`` warps of a block share the
+SM's schedulers, each issuing at ``1/phi`` of a lone warp's rate (``phi = ceil(W / 4)``): a load issued a
+compute phase ahead of its use (double buffering, cp.async) is hidden by a phase ``phi`` times longer
+than the lone-warp trace's. The trace's global-latency stall is taken at ``lg / phi`` and scaled by
+``phi``; a load waited on right after it is issued stays exposed in full (``phi x lg / phi``).
 
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
@@ -52,12 +71,18 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
 unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
-that the previous wave's traffic evicted from L2, and writes C back. Their times bound the SM time from
-below; the kernel's time is the largest plus the launch overhead.
+that the previous wave's traffic (its panels and its C: stores allocate in L2) evicted from L2, and writes
+back the C that later waves evicted before the kernel ended. The L2 that keeps what every SM reads is the
+L2 over its partitions (two on GA100/GH100: each partition caches what its own SMs read; see
+``_L2_PARTITIONS``). The memory system is further pipes of the same network: the SMs' time and the L2
+and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p``
+(traffic that does not bind still costs time as it comes close to binding), plus the launch overhead.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
-(or L2's, when the warps' local memory does not fit beside their shared memory), divided by the reloads
-in flight together (``spill_overlap``).
+(or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
+driver picks: the smallest supported step that holds the resident blocks), divided by the reloads in
+flight together (``spill_overlap``). Spill loads and stores (``LDL``, ``STL``, every width) also take
+the load/store pipe.
 
 Calibration
 -----------
@@ -139,6 +164,8 @@ class Rates:
     launch_overhead_s: float
     l2_bytes: int
     notes: tuple[str, ...]
+    lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
+    dram_latency_cycles: float = 0.0
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -187,8 +214,10 @@ def rates(gpu) -> Rates:
     l1 = get("l1_latency_cycles", _ARCH_L1_LATENCY.get(arch, 33.0), f"L1 latency ({arch} microbenchmarks)")
     sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
     launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
+    dlat = get("dram_latency_cycles", 2.3 * lat, "DRAM latency (2.3 x the L2 latency)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
-                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes))
+                 lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
+                 max(dlat, lat))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -219,6 +248,9 @@ class Profile:
     barriers: float = 0.0         # barriers per warp and iteration (simulator)
     local_loads: float = 0.0      # spill reloads (LDL) per warp and iteration
     local_bytes: float = 0.0      # local memory per thread, bytes
+    global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
+    shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
+    local_stores: float = 0.0               # spill stores (STL) per warp and iteration
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -242,7 +274,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     # Without a SASS loop: the simulator's instructions; one SASS loop iteration per iteration of ours.
     instr = (cnt["ffma_warp"] + cnt["lds_instructions"] + cnt["sts_instructions"] + cnt["gld_requests"]
              + cnt["bar_warp"] + cnt["int_warp_est"]) / warps
-    per, ldl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     fregs = np.zeros(n, dtype=np.int64)
     traced, loop_trace, pro_trace = [], [], []
     for i, f in enumerate(facts):
@@ -253,7 +285,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
         if f.loop_found and f.loop_ffma and f.loop_path_instructions:
             per[i] = ffma_per_warp_it[i] / f.loop_ffma     # iterations of ours per SASS loop iteration
             instr[i] = f.loop_path_instructions * per[i]
-            ldl[i] = f.per_iteration("LDL") * per[i]
+            ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
+            stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
         if f.loop_trace_cycles:
             traced.append(i)
@@ -274,7 +307,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
             "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
-            "registers": regs.astype(np.int64), "has_trace": has_trace}
+            "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
+            "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl}
 
 
 @lru_cache(maxsize=100_000)
@@ -294,7 +328,9 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    registers=int(c["registers"]), source="sass" if c["has_trace"] else "estimate",
                    trace=tuple(map(tuple, tr.tolist())), prologue=tuple(map(tuple, c["prologue"].tolist())),
                    epilogue_instructions=float(c["epilogue"]), latency_chain=chain, barriers=float(c["barriers"]),
-                   local_loads=float(c["local_loads"]), local_bytes=float(c["local_bytes"]))
+                   local_loads=float(c["local_loads"]), local_bytes=float(c["local_bytes"]),
+                   global_load_instructions=float(c["gld_instr"]), shared_instructions=float(c["shared_instr"]),
+                   local_stores=float(c["local_stores"]))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -323,6 +359,11 @@ class ProfileArrays:
     barriers: np.ndarray     # barriers per warp and iteration
     smem: np.ndarray
     bps: np.ndarray          # resident blocks per SM from the occupancy calculator
+    gld_instr: np.ndarray    # warp-level global loads per block and iteration
+    shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
+    local_stores: np.ndarray  # spill stores per warp and iteration
+    split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
+    swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -331,9 +372,10 @@ class ProfileArrays:
         return len(self.BM)
 
 
-def _interp_trace(table: np.ndarray, lg: np.ndarray, ls: float) -> np.ndarray:
-    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls)."""
-    ws = (ls - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
+def _interp_trace(table: np.ndarray, lg: np.ndarray, ls) -> np.ndarray:
+    """Bilinear interpolation (linear extrapolation) of per-row trace tables at (lg per row, ls: a scalar
+    or one per row)."""
+    ws = (np.asarray(ls, dtype=np.float64) - TRACE_SHARED[0]) / (TRACE_SHARED[1] - TRACE_SHARED[0])
     step = TRACE_GLOBAL[1] - TRACE_GLOBAL[0]
     x = np.clip(lg / step, 0.0, None)
     i = np.minimum(np.floor(x).astype(np.int64), len(TRACE_GLOBAL) - 2)
@@ -370,14 +412,24 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     phase: they wait for their loads together and compute together, so one block's warps cannot hide
     each other's latency - only other blocks can)."""
     W = pa.warps
-    t1 = _interp_trace(pa.trace, lg, r.shared_latency_cycles)
+    sync = pa.barriers > 0
+    # A block's warps share their schedulers: between two barriers each issues at 1/phi of a lone warp's
+    # rate (phi = ceil(W / schedulers)), so a load issued a compute phase ahead of its use (double
+    # buffering) is hidden by a phase phi times longer than a lone warp's - the lone-warp trace with every
+    # latency divided by phi, in time units phi times longer. A load waited on right away is exposed in
+    # full either way (phi (I + lg/phi) - phi I = lg).
+    phi = np.where(sync, np.ceil(W / r.schedulers), 1.0)
+    t0 = _interp_trace(pa.trace, np.zeros_like(lg), r.shared_latency_cycles)
+    t1 = t0 + phi * (_interp_trace(pa.trace, lg / phi, r.shared_latency_cycles) - t0)
     issue = pa.instr / r.schedulers                      # per warp, at the SM's 4 schedulers
-    shared = pa.shared_wf / W / r.shared_wavefronts_per_cycle
-    l1 = pa.l1_lines / W + pa.local_loads
+    # Load/store pipe: a warp's memory instruction holds it for its wavefronts (shared) or 128-byte lines
+    # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
+    # narrow loads (one line, one wavefront) run at half the rate of a 32-unit SM (GA100, GH100).
+    shared = np.maximum(pa.shared_wf / r.shared_wavefronts_per_cycle, pa.shared_instr * r.lsu_cycles) / W
+    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
     p = prm.p
     s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
-    sync = pa.barriers > 0
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
     own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
@@ -408,37 +460,90 @@ def _distinct_rows(*cols) -> tuple[list[tuple], np.ndarray]:
     return list(zip(*(c[first].tolist() for c in cols))), inv.reshape(n)
 
 
+# L2 partitions. GA100 and GH100 split the L2 in two partitions, each of which "localizes and caches data for
+# memory accesses from SMs in the GPCs directly connected to the partition" (NVIDIA A100 Tensor Core GPU
+# Architecture whitepaper, 2020, "L2 cache"; the H100 whitepaper, 2022, describes the same partitioned L2),
+# and Chips and Cheese's microbenchmarks of the H100 discuss its split L2 (chipsandcheese.com, 2023-07-02,
+# "Nvidia's H100: Funny L2, and tons of bandwidth"; S14 in shared/reference/gpu-specs-and-cupy.md). A tile
+# that SMs of both partitions read is held in both, so the capacity that keeps A and B for a later wave is
+# half the L2. The H200's ncu counts agree: C's store sectors reach the L2's tag stage 1.41-1.50 times
+# (a store homed in the far partition is looked up in both), and at 2048^3, where A + B + C = 50 MB is less
+# than the 60 MB L2, the multi-wave kernels still write 10-13 MB of C to DRAM during the kernel.
+# GA10x and AD10x document one L2: 1.
+_L2_PARTITIONS = {"sm_80": 2, "sm_90": 2}
+
+
+def l2_reuse_bytes(gpu) -> float:
+    """The L2 capacity (bytes) that holds data read by every SM: the L2 over its partitions (each partition
+    keeps its own copy of what its SMs read)."""
+    return float(gpu.l2_bytes) / _L2_PARTITIONS.get(gpu.arch, 1)
+
+
 @lru_cache(maxsize=200_000)
-def _wave_dram_reads_one(m: int, n: int, k: int, bm: int, bn: int, w: int, l2: float) -> float:
+def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float) -> tuple[float, float]:
+    """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch: the blocks run in row-major
+    launch order, ``w`` at a time, against an L2 that keeps ``cap`` bytes (LRU, write-back, write-allocate).
+
+    *Reads.* Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
+    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once), then writes
+    its C tiles, which allocate lines in L2. A panel touched again by the next wave was last used one wave's
+    stream ago: its reuse distance is that wave's panels plus its C. The blocks of a wave end (and the next
+    wave's blocks start) spread over the time the wave writes its C, so the distance is spread over
+    ``[panels, panels + C]``: the share of it beyond ``cap`` is read again.
+
+    *Writes.* At the kernel's end the L2 holds the last ``cap`` bytes the launch touched (LRU); a wave's C
+    is still there, dirty, when its own C and the footprint of the waves after it fit in ``cap``; the rest
+    was evicted during the kernel and written to DRAM. (What stays dirty is written back after the kernel.)"""
     gm, gn = -(-m // bm), -(-n // bn)
     a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
     unique = 4.0 * (m * k + k * n)
+    c_all = 4.0 * m * n
     nb = gm * gn
-    if unique <= l2 or nb <= w:
-        return unique
+    if unique + c_all <= cap:
+        return unique, 0.0
+    # Writes: walk back from the last wave while the footprint of the waves after it (contiguous blocks:
+    # rows r0 .. the last row; all columns once the range spans a whole row of blocks) leaves room for its C.
+    nw = -(-nb // w)
+    writes, later, last_row = c_all, 0.0, (nb - 1) // gn
+    for i in range(nw - 1, -1, -1):
+        s = i * w
+        cw_i = c_all * (min(s + w, nb) - s) / nb
+        kept = min(max((cap - later) / cw_i, 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw_i
+        later = c_all * (nb - s) / nb + (last_row - s // gn + 1) * a_panel + min(gn, nb - s) * b_panel
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    # Reads: nothing is read again when even the longest reuse distance fits.
+    foot_max = min(gm, w // gn + 2) * a_panel + min(gn, w) * b_panel
+    if (foot_max + c_all * w / nb) * max(1.0, gn / w) <= cap:
+        return unique, writes
     starts = np.arange(0, nb, w, dtype=np.int64)
     ends = np.minimum(starts + w, nb) - 1
     length = ends - starts + 1
+    cw = c_all * length / nb                                  # C written by each wave
     r0, r1 = starts // gn, ends // gn
     ncols = np.where(length >= gn, gn, length)
     foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
 
-    def miss(d):
-        return np.clip((d - l2) / foot, 0.0, 1.0)
+    def miss(d, spread):
+        return np.clip((d - cap) / np.maximum(spread, 1.0), 0.0, 1.0)
     # A: the row a wave shares with the previous wave (its first row, when the previous one ended there)
     shared_row = np.zeros(len(starts), dtype=bool)
     shared_row[1:] = r0[1:] == r1[:-1]
-    extra = float(np.sum(shared_row * a_panel * miss(foot)))
+    prev_foot, prev_cw = np.append(foot[:1], foot[:-1]), np.append(cw[:1], cw[:-1])   # the previous wave's
+    extra = float(np.sum(shared_row * a_panel * miss(prev_foot + prev_cw, prev_cw)))
     # B: columns seen before. A wave of >= gn blocks touches every column, as did the previous wave (reuse
-    # distance: this wave's footprint); a shorter wave meets its columns again one row of blocks later
-    # (reuse distance: the footprints of the gn / w waves in between).
+    # distance: one wave's stream); a shorter wave meets its columns again one row of blocks later (reuse
+    # distance: the streams of the gn / w waves in between).
     if w >= gn:
-        extra += float(np.sum(ncols[1:] * b_panel * miss(foot)[1:]))
+        extra += float(np.sum(ncols[1:] * b_panel * miss(prev_foot + prev_cw, prev_cw)[1:]))
     else:
-        d = foot * (gn / w)
         seen = r0 >= 1
-        extra += float(np.sum(seen * ncols * b_panel * miss(d)))
-    return unique + extra
+        extra += float(np.sum(seen * ncols * b_panel * miss((foot + cw) * (gn / w), cw * (gn / w))))
+    return unique + extra, writes
 
 
 @lru_cache(maxsize=200_000)
@@ -460,15 +565,112 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     return ra / n, cb / n
 
 
-def _wave_dram_reads(M, N, K, BM, BN, blocks_per_wave, l2_bytes):
-    """DRAM bytes read for A and B when the blocks run in row-major launch order, ``blocks_per_wave`` at a
-    time. Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
-    blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once); a panel
-    touched again by a later wave is an L2 hit unless the distinct bytes streamed since its last use
-    exceed the L2's capacity (LRU: the excess share of it is read again)."""
-    rows, inv = _distinct_rows(M, N, K, BM, BN, blocks_per_wave)
-    return np.array([_wave_dram_reads_one(m, n, k, bm, bn, w, float(l2_bytes))
-                     for m, n, k, bm, bn, w in rows], dtype=np.float64)[inv]
+def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
+    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_dram_one`
+    (row-major launch order) and :func:`_wave_dram_order` (the grouped order of ``swizzle`` > 1).
+
+    Split-K (``split_k`` = S > 1): the slices run one after another in launch order (slice z after every
+    tile of slice z-1), each a GEMM of depth K/S over its own A columns and B rows, all adding into the same
+    C: S times the reads and writes of one slice, plus the C lines a slice evicted, read again by the
+    next slice's atomics."""
+    n = len(np.atleast_1d(M))
+    S = np.ones(n, dtype=np.int64) if split_k is None else np.broadcast_to(np.asarray(split_k), (n,))
+    G = np.ones(n, dtype=np.int64) if swizzle is None else np.broadcast_to(np.asarray(swizzle), (n,))
+    rows, inv = _distinct_rows(M, N, K, BM, BN, blocks_per_wave, S, G)   # each once
+    out = []
+    for m, nn, k, bm, bn, w, s, g in rows:
+        s = max(s, 1)
+        ks = -(-k // s)
+        args = (m, nn, ks, bm, bn, w, float(cap))
+        rd, wr = _wave_dram_one(*args) if g <= 1 else _wave_dram_order(*args, g)
+        out.append((s * rd + (s - 1) * wr, s * wr))
+    return np.array(out, dtype=np.float64).reshape(-1, 2)[inv].T
+
+
+@lru_cache(maxsize=100_000)
+def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
+                     group: int) -> tuple[float, float]:
+    """:func:`_wave_dram_one` for the grouped launch order (``registry.launch_order`` with swizzle_group =
+    ``group``: groups of ``group`` block rows walked column by column), by walking the waves: the same
+    rules for any order. Reads: a panel last used by wave i and needed again by wave j > i was pushed
+    through the L2 by the streams of waves i .. j-1 (their panels and their C), spread over their C; the
+    share beyond ``cap`` is read again. Writes: a wave's C is still in L2 at the end when its C and the
+    footprint of every later block (their distinct panels and C) fit in ``cap``."""
+    gm, gn = -(-m // bm), -(-n // bn)
+    a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
+    unique = 4.0 * (m * k + k * n)
+    c_all = 4.0 * m * n
+    nb = gm * gn
+    if unique + c_all <= cap:
+        return unique, 0.0
+    pid = np.arange(nb, dtype=np.int64)
+    first = (pid // (group * gn)) * group
+    size = np.minimum(gm - first, group)
+    rr = pid % (group * gn)
+    rows, cols = first + rr % size, rr // size
+    nw = -(-nb // w)
+    rs = [np.unique(rows[j * w:(j + 1) * w]) for j in range(nw)]
+    cs = [np.unique(cols[j * w:(j + 1) * w]) for j in range(nw)]
+    cw = np.array([c_all * (min((j + 1) * w, nb) - j * w) / nb for j in range(nw)])
+    foot = np.array([len(rs[j]) * a_panel + len(cs[j]) * b_panel for j in range(nw)])
+    # writes: walk back from the last wave
+    writes, seen_r, seen_c, c_later = c_all, set(), set(), 0.0
+    for i in range(nw - 1, -1, -1):
+        later = c_later + len(seen_r) * a_panel + len(seen_c) * b_panel
+        kept = min(max((cap - later) / cw[i], 0.0), 1.0)
+        if kept <= 0.0:
+            break
+        writes -= kept * cw[i]
+        seen_r.update(rs[i].tolist())
+        seen_c.update(cs[i].tolist())
+        c_later += cw[i]
+    writes = max(writes, 0.0)
+    if nb <= w:
+        return unique, writes
+    stream = np.concatenate([[0.0], np.cumsum(foot + cw)])
+    spread = np.concatenate([[0.0], np.cumsum(cw)])
+    last_a = np.full(gm, -1, dtype=np.int64)
+    last_b = np.full(gn, -1, dtype=np.int64)
+    extra = 0.0
+    for j in range(nw):
+        for ids, last, panel in ((rs[j], last_a, a_panel), (cs[j], last_b, b_panel)):
+            prev = last[ids]
+            i = prev[prev >= 0]
+            if len(i):
+                d = stream[j] - stream[i]
+                sp = np.maximum(spread[j] - spread[i], 1.0)
+                extra += float(np.sum(panel * np.clip((d - cap) / sp, 0.0, 1.0)))
+            last[ids] = j
+    return unique + extra, writes
+
+
+def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes) -> np.ndarray:
+    """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
+    block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
+    for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
+    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its 128-byte
+    lines per iteration, 4 sectors each, over the latencies in series per iteration), whether it fetched
+    them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
+    wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
+    f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
+    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
+    n = 4.0 * pa.l1_lines / pa.warps / np.maximum(chain, 0.05)
+    miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
+    return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
+
+
+def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
+    """L1 data-cache bytes per SM beside the shared memory of ``bps`` resident blocks: the driver sets the
+    shared-memory carveout to the smallest supported step that holds them all (CUDA C++ Programming Guide,
+    compute capabilities 8.x and 9.0, "Shared Memory": the carveout steps; the rest of the unified
+    L1/shared array is L1)."""
+    alloc = -(-(np.asarray(smem, dtype=np.int64) + gpu.shared_reserved_per_block) // gpu.shared_alloc_unit) \
+        * gpu.shared_alloc_unit
+    need = np.asarray(bps, dtype=np.int64) * alloc
+    steps = np.asarray(gpu.shared_carveout_steps_bytes, dtype=np.int64)
+    idx = np.searchsorted(steps, need)
+    carve = np.where(idx < len(steps), steps[np.minimum(idx, len(steps) - 1)], gpu.shared_bytes_per_sm)
+    return (gpu.l1_shared_bytes - carve).astype(np.float64)
 
 
 def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
@@ -482,16 +684,44 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
-    blocks = gm * gn
-    nk = -(-K // pa.k_tile)
+    # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
+    # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
+    S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
+    blocks = gm * gn * S
+    nk = -(-(-(-K // pa.k_tile)) // S)
     launchable = np.asarray(pa.bps) > 0
     bps = np.maximum(np.asarray(pa.bps), 1)
     if max_blocks_per_sm is not None:
         bps = np.minimum(bps, np.maximum(np.asarray(max_blocks_per_sm), 1))
     per_sm = -(-blocks // r.sms)
     full, rem = per_sm // bps, per_sm % bps
-    lg = prm.latency_scale * r.l2_latency_cycles * np.ones(len(pa))
-    l1_left = gpu.l1_shared_bytes - bps * (np.asarray(pa.smem) + gpu.shared_reserved_per_block)
+    # Traffic.
+    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
+    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
+    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
+    rows, inv = _distinct_rows(gm, gn, bps)
+    fr = np.array([_l1_shared_fractions(x, y, r.sms, z) for x, y, z in rows]).reshape(-1, 2)[inv]
+    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
+    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one. So does an atomic add
+    # (split-K: every slice adds its partial tile into C at the L2).
+    partial = ((4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0) | (S > 1)
+    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
+    wave = r.sms * bps
+    # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
+    # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
+    # config's launch order (swizzle) and per K slice (split-K).
+    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), S, pa.swizzle)
+    waves = -(-blocks // wave)
+    dram_bytes = dram_reads + dram_writes
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s
+    t_dram = dram_bytes / r.dram_bytes_per_s
+    # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
+    # operation): one more launch, and C's bytes written through the L2.
+    t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
+    lg = np.where(pa.barriers > 0, prm.latency_scale * r.l2_latency_cycles,
+                  _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
+    l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm)
@@ -513,27 +743,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
     parts[3] = parts[3] + rounds * pro
     t_sm = sm_cycles / r.clock_hz
-    # Traffic.
-    a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
-    b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
-    c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
-    rows, inv = _distinct_rows(gm, gn, bps)
-    fr = np.array([_l1_shared_fractions(x, y, r.sms, z) for x, y, z in rows]).reshape(-1, 2)[inv]
-    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
-    # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
-    # whole sectors, with ECC on HBM parts): two sector accesses instead of one.
-    partial = (4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0
-    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
-    wave = r.sms * bps
-    dram_reads = _wave_dram_reads(M, N, K, BM, BN, wave, r.l2_bytes)
-    # C's write-back: the C written by all but the last wave has been evicted by the time the kernel
-    # ends; the last wave's C is still dirty in L2 (written back after the kernel, not counted).
-    waves = -(-blocks // wave)
-    last = blocks - (waves - 1) * wave
-    dram_bytes = dram_reads + c_bytes * (1.0 - last / np.maximum(blocks, 1))
-    t_l2 = l2_time_bytes / r.l2_bytes_per_s
-    t_dram = dram_bytes / r.dram_bytes_per_s
-    time_s = np.maximum(np.maximum(t_sm, t_l2), t_dram) + r.launch_overhead_s
+    # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
+    # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still
+    # costs time in proportion to how close it comes to binding.
+    pp = prm.p
+    time_s = (t_sm ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s + t_zero
     time_s = np.where(launchable, time_s, np.inf)
     limits = parts / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
@@ -544,7 +758,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     return {"time_s": time_s, "flop_per_s": flops / time_s, "flops": flops, "t_sm": t_sm, "t_l2": t_l2,
             "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": waves,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
-            "blocks_per_sm": np.where(launchable, bps, 0)}
+            "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg}
 
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
@@ -552,19 +766,21 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "l1_lines": "l1_lines", "store_sectors": "store_sectors", "store_lines": "store_lines",
                  "trace": "trace", "prologue": "prologue", "epilogue": "epilogue_instructions",
                  "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
-                 "registers": "registers"}
+                 "registers": "registers", "gld_instr": "global_load_instructions",
+                 "shared_instr": "shared_instructions", "local_stores": "local_stores"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
     """ProfileArrays from the profile columns and the geometry (residency from the occupancy calculator)."""
-    BM, BN, threads, smem = (np.array([getattr(g, a) for g in geos], dtype=np.int64)
-                             for a in ("BM", "BN", "threads", "smem_bytes"))
+    BM, BN, threads, smem, split_k, swizzle = (
+        np.array([getattr(g, a) for g in geos], dtype=np.int64)
+        for a in ("BM", "BN", "threads", "smem_bytes", "split_k", "swizzle_group"))
     bps = blocks_per_sm_array(gpu, threads, col["registers"], smem)
     n = len(geos)
     return ProfileArrays(BM=BM, BN=BN, k_tile=np.asarray(col["k_tile"], dtype=np.int64),
                          **{k: np.asarray(col[k], dtype=np.float64).reshape((n,) + np.shape(col[k])[1:])
                             for k in _PROFILE_ATTR if k not in ("k_tile", "registers")},
-                         smem=smem.astype(np.float64), bps=bps)
+                         smem=smem.astype(np.float64), bps=bps, split_k=split_k, swizzle=swizzle)
 
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
@@ -637,7 +853,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     rt = rates(gpu)
     lim = r["limits"]
     b = int(r["blocks_per_sm"])
-    lg = prm.latency_scale * rt.l2_latency_cycles
+    lg = float(r["latency_cycles"])
     t1 = float(_interp_trace(pa.trace, np.array([lg]), rt.shared_latency_cycles)[0])
     formulas = {
         "issue": f"n warps x {prof.instructions_per_warp:.0f} instructions per iteration / {rt.schedulers} schedulers "
@@ -645,12 +861,13 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
         "l1": f"n warps x {prof.l1_lines / prof.warps:.2f} global-load lines per warp-iteration / 1 per cycle",
-        "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle loaded global latency "
+        "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle global latency "
+                    f"({'loaded: latency_scale x L2, a barrier waits for all tile loads' if prof.barriers > 0 else 'L2, or DRAM when a waited sector misses L2'}) "
                     f"({prof.latency_chain:.2f} latencies in series per iteration, "
                     f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
         "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
-        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B re-read per wave, C write-back) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
+        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B + re-reads per wave, C evicted during the kernel) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
     }
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))

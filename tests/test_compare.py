@@ -244,3 +244,33 @@ def test_main_json_and_text(capsys) -> None:
 def test_main_without_data_says_so(tmp_path: Path) -> None:
     with pytest.raises(NoDataError, match="no measurement rows"):
         main(Namespace(data=[str(tmp_path)], json=False, rows=False))
+
+
+def test_traffic_predictions_are_scored_against_ncu_bytes(tmp_path, capsys):
+    # Committed traffic predictions (l2_bytes, dram_bytes) scored against ncu rows: planted errors of
+    # +8 % (L2) and -20 % (DRAM) on one config come back exactly, and the CLI prints the table.
+    import json
+    from types import SimpleNamespace
+    from analysis.compare import main as compare_main, score_traffic_predictions
+    ncu = [{"schema": "gemmscope.ncu", "status": "ok", "rung": 4, "config_key": "04:BM=128,BN=128,BK=8,TM=8,TN=8",
+            "M": 3072, "N": 3072, "K": 3072,
+            "metrics": {"lts__t_bytes.sum": 1.0e9, "dram__bytes_read.sum": 0.08e9, "dram__bytes_write.sum": 0.02e9}},
+           {"schema": "gemmscope.ncu", "status": "ok", "rung": 0, "config_key": "00:", "M": 3072, "N": 3072,
+            "K": 3072, "metrics": {"lts__t_bytes.sum": 5.0e8}}]
+    preds = [{"schema": "gemmscope.prediction", "schema_version": 1, "config": "04:BM=128,BN=128,BK=8,TM=8,TN=8",
+              "M": 3072, "N": 3072, "K": 3072, "l2_bytes": 1.08e9, "dram_bytes": 0.08e9, "flop_per_s": 1e13,
+              "gpu_key": "h200", "model": "timing", "model_commit": "x", "sweep": "ncu_traffic"},
+             dict({"schema": "gemmscope.prediction", "schema_version": 1, "config": "05:BM=128,BN=128,BK=8,TM=8,TN=8",
+                   "M": 3072, "N": 3072, "K": 3072, "l2_bytes": 1e9, "dram_bytes": 1e8, "flop_per_s": 1e13,
+                   "gpu_key": "h200", "model": "timing", "model_commit": "x", "sweep": "ncu_traffic"})]
+    j = score_traffic_predictions(preds, ncu)
+    assert j["n"] == 1 and j["unmatched"] == 1
+    r = j["rows"][0]
+    assert r["l2_error"] == pytest.approx(0.08) and r["dram_error"] == pytest.approx(-0.20)
+    assert j["levels"]["l2"]["within_10"] == 1 and j["levels"]["dram"]["within_15"] == 0
+    pf, nf = tmp_path / "p.jsonl", tmp_path / "ncu.jsonl"
+    pf.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    nf.write_text("".join(json.dumps(r) + "\n" for r in ncu))
+    assert compare_main(SimpleNamespace(data=[str(nf)], predictions=str(pf), json=False, rows=False)) == 0
+    out = capsys.readouterr().out
+    assert "+8.0 %" in out and "-20.0 %" in out

@@ -300,3 +300,52 @@ def test_registers_from_compiler_facts_equal_measured_num_regs() -> None:
 
 
 # test_predictions_are_fast moved to benchmarks/bench_cli.py (speed is not a unit test)
+
+
+# --- launch-level options (issue 9, Deliver 3): split-K and the block swizzle are known to the model ---
+
+def _warp_cfg(**kw):
+    from model.registry import KernelConfig
+    p = dict(BM=128, BN=128, BK=16, WM=64, WN=32, WNITER=2, TM=4, TN=4, SWZ=1, SPLITK=1)
+    p.update(kw)
+    return KernelConfig.parse("07:" + ",".join(f"{k}={v}" for k, v in p.items()))
+
+
+def test_split_k_multiplies_the_blocks_and_shortens_each_block_loop():
+    # 512 x 512 x 16384 with 128 x 128 tiles: 16 output tiles on 132 SMs. S slices give 16 S blocks, each
+    # over K / S: up to the SMs' count the time falls about as 1/S (plus the memset of C and the atomics).
+    t = {s: predict(H200, _warp_cfg(SPLITK=s), 512, 512, 16384) for s in (1, 2, 4, 8)}
+    assert [t[s].blocks for s in (1, 2, 4, 8)] == [16, 32, 64, 128]
+    for a, b in ((1, 2), (2, 4), (4, 8)):
+        assert 1.6 < t[a].time_s / t[b].time_s < 2.1
+    # beyond the SMs' count, more slices do not help
+    t16 = predict(H200, _warp_cfg(SPLITK=16), 512, 512, 16384)
+    assert t16.time_s >= 0.8 * t[8].time_s
+
+
+def test_split_k_pays_for_zeroing_c():
+    # the same work in one slice vs two: split-K adds the memset of C (a launch) even where it cannot help
+    one = predict(H200, _warp_cfg(SPLITK=1), 8192, 8192, 8192)
+    two = predict(H200, _warp_cfg(SPLITK=2), 8192, 8192, 8192)
+    assert two.time_s > one.time_s
+
+
+def test_swizzle_cuts_dram_rereads_when_a_and_b_exceed_l2():
+    from model.timing import _wave_dram, _wave_dram_one, _wave_dram_order
+    cap = 30e6
+    # grouped order: the blocks of a wave share a few A row panels and B column panels
+    row_major = _wave_dram_one(16384, 16384, 16384, 128, 128, 132, cap)[0]
+    grouped = _wave_dram_order(16384, 16384, 16384, 128, 128, 132, cap, 8)[0]
+    assert grouped < 0.5 * row_major
+    # group 1 is the row-major order: the generic walk equals the closed form, reads and writes
+    for m, n, k in ((16384, 8192, 4096), (3000, 5000, 8192), (8192, 16384, 1024), (2048, 2048, 2048)):
+        for w in (132, 264):
+            assert _wave_dram_order(m, n, k, 128, 256, w, cap, 1) == pytest.approx(
+                _wave_dram_one(m, n, k, 128, 256, w, cap), rel=1e-12)
+    # the vectorised entry point routes SPLITK (slices of depth K/S) and SWZ (the grouped walk)
+    rd, wr = _wave_dram([16384], [16384], [16384], [128], [128], [132], cap, [2], [8])
+    r1, w1 = _wave_dram_order(16384, 16384, 8192, 128, 128, 132, cap, 8)
+    assert rd[0] == pytest.approx(2 * r1 + w1) and wr[0] == pytest.approx(2 * w1)
+    p1 = predict(H200, _warp_cfg(SWZ=1), 16384, 16384, 16384)
+    p8 = predict(H200, _warp_cfg(SWZ=8), 16384, 16384, 16384)
+    assert p8.intensity_flop_per_byte["dram"] > 1.5 * p1.intensity_flop_per_byte["dram"]

@@ -13,7 +13,8 @@ import pytest
 
 from model.registry import KernelConfig, classic_configs
 from model.spec import load_gpu
-from model.timing import _arrays_for, evaluate, predict, predict_rows, profile, rates
+from model.timing import (_arrays_for, _wave_dram_one, evaluate, l2_reuse_bytes, predict, predict_rows, profile,
+                          rates)
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = load_gpu("h200")
@@ -53,16 +54,77 @@ def _ev(cfg, M, N, K, gpu=H200, **kw):
 
 
 def test_dram_bytes_are_a_and_b_once_when_they_fit_in_l2() -> None:
-    # M != N so that swapping the A (M K) and B (K N) terms changes the number
+    # M != N so that swapping the A (M K) and B (K N) terms changes the number; A + B + C fit in the L2's
+    # reuse capacity (half of the H200's 60 MB: two partitions), so nothing is re-read or written back
     cfg = KernelConfig.parse("reg2d")
     M, N, K = 1024, 3072, 512
+    assert 4.0 * (M * K + K * N + M * N) < l2_reuse_bytes(H200) == H200.l2_bytes / 2
     r = _ev(cfg, M, N, K)
-    blocks = -(-M // 128) * -(-N // 128)
-    wave = 132 * int(r["blocks_per_sm"])
-    waves = -(-blocks // wave)
-    last = blocks - (waves - 1) * wave
-    want = 4.0 * (M * K + K * N) + 4.0 * M * N * (1 - last / blocks)
-    assert float(r["dram_bytes"]) == pytest.approx(want, rel=1e-12)
+    assert float(r["dram_bytes"]) == pytest.approx(4.0 * (M * K + K * N), rel=1e-12)
+
+
+def test_c_is_written_back_when_the_waves_after_it_overflow_the_l2() -> None:
+    # 8192^3, one 128x128 block per SM: 4096 blocks in 32 waves; at the end the L2 keeps about the last
+    # wave's C; the C of the earlier waves was evicted during the kernel and written to DRAM
+    cfg = KernelConfig.parse("reg2d")
+    M = 8192
+    reads, writes = _wave_dram_one(M, M, M, 128, 128, 132, l2_reuse_bytes(H200))
+    c = 4.0 * M * M
+    assert reads >= 4.0 * 2 * M * M
+    assert c * (1 - 1.5 / 32) < writes < c * (1 - 0.5 / 32)
+    # one wave whose A + B + C overflow the L2: its own C (written last) stays, nothing is written
+    reads1, writes1 = _wave_dram_one(2048, 2048, 2048, 128, 128, 264, l2_reuse_bytes(H200))
+    assert writes1 == 0.0 and reads1 == 4.0 * 2 * 2048 * 2048
+    r = _ev(cfg, M, M, M)
+    assert float(r["dram_bytes"]) == pytest.approx(reads + writes, rel=1e-12)
+
+
+def test_dram_rereads_count_the_previous_waves_c_in_their_reuse_distance() -> None:
+    # 2048^3, 128x128 tiles, one block per SM: two waves. The first streams 9 A panels + all 16 B panels
+    # (26.2 MB) and writes 8.65 MB of C; the reuse distance of B for the second wave is spread over
+    # [26.2, 34.9] MB against 31.5 MB: about 40 % of B is read again. Without C in the distance, none.
+    cap = l2_reuse_bytes(H200)
+    reads, _ = _wave_dram_one(2048, 2048, 2048, 128, 128, 132, cap)
+    b = 4.0 * 2048 * 2048
+    assert 0.3 * b < reads - 2 * b < 0.5 * b
+    reads_full, _ = _wave_dram_one(2048, 2048, 2048, 128, 128, 132, float(H200.l2_bytes))
+    assert reads_full == 2 * b
+
+
+NCU_FILES = [ROOT / "experiments" / "results" / "h200" / f for f in ("ncu.jsonl", "ncu_07_08.jsonl")]
+
+
+def _ncu_rows():
+    import json
+    for f in NCU_FILES:
+        for line in f.read_text().splitlines():
+            d = json.loads(line)
+            if d.get("status") == "ok" and d["rung"] != 0:
+                yield d
+
+
+def test_dram_and_l2_bytes_agree_with_ncu_on_every_classic_config() -> None:
+    # Issue 8's acceptance: ncu on the H200 (caches flushed before the replay), every classic config at
+    # 2048^3: DRAM bytes (read + write) within 10 %, L2 bytes (lts__t_bytes) within the 15 % where the model
+    # holds it now. Three LDG kernels read 15 % fewer L2 sectors than their L1s miss (as do the one-block-
+    # per-SM kernels, where no L1 sharing is possible: requests merged before the L2's tag stage, not
+    # modelled); they are held at 18 % so that a regression still fails
+    rows = list(_ncu_rows())
+    assert len(rows) >= 13
+    dram_err, l2_err = {}, {}
+    for d in rows:
+        cfg = KernelConfig.parse(d["config_key"])
+        (pa,), _ = _arrays_for(H200, [cfg], [d["metrics"].get("launch__registers_per_thread")])
+        ev = evaluate(H200, pa, np.array([d["M"]]), np.array([d["N"]]), np.array([d["K"]]))
+        m = d["metrics"]
+        dram = m["dram__bytes_read.sum"] + m["dram__bytes_write.sum"]
+        dram_err[d["config_key"]] = float(ev["dram_bytes"][0]) / dram - 1
+        l2_err[d["config_key"]] = float(ev["l2_bytes"][0]) / m["lts__t_bytes.sum"] - 1
+    bad = {k: f"{v:+.1%}" for k, v in dram_err.items() if abs(v) > 0.10}
+    assert not bad, f"DRAM bytes off by more than 10 % against ncu: {bad}"
+    l2_open = {"02:BM=32,BN=32,BK=32", "02:BM=16,BN=16,BK=16", "03:BM=64,BN=64,BK=8,TM=8"}
+    bad = {k: f"{v:+.1%}" for k, v in l2_err.items() if abs(v) > (0.18 if k in l2_open else 0.15)}
+    assert not bad, f"L2 bytes off against ncu: {bad}"
 
 
 def test_dram_rereads_appear_when_a_wave_streams_more_than_the_l2() -> None:
@@ -134,16 +196,67 @@ def test_fewer_resident_blocks_is_never_faster_and_latency_shows() -> None:
     assert t[0] > 2 * t[-1], "one 8-warp block per SM cannot hide the latency that eight can"
 
 
-def test_naive_32x32_at_one_block_per_sm_is_slower_than_16x16_at_six() -> None:
+def test_naive_32x32_at_one_block_per_sm_is_about_as_fast_as_16x16_at_six() -> None:
     # The seed's case, run on the H200 at a 1536-thread GPU's residency (forced-residency.md): one
-    # 1024-thread block (32 warps) per SM against six 256-thread blocks (48 warps). At the H200's own
-    # residency (2 and 8 blocks) 32x32 is the faster one (measured: 6.5 vs 5.4 TFLOP/s at 2048^3).
+    # 1024-thread block (32 warps) per SM against six 256-thread blocks (48 warps). Measured
+    # (experiments/results/h200/residency.jsonl, 2048^3): 32x32 at 1 block 5.59 TFLOP/s, 16x16 at 6
+    # blocks 5.41 - the naive kernel's operands come from L2 (shared by every block of a wave), and
+    # 32 warps hide that latency; the 16x16 warps read 3 lines per FFMA, the 32x32 warps 2. At the
+    # H200's own residency (2 and 8 blocks) 32x32 is the faster one (6.5 vs 5.4 TFLOP/s).
     c16 = KernelConfig.parse("naive:BX=16,BY=16,COALESCED=1")
     c32 = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
     t16 = predict(H200, c16, 2048, 2048, 2048, max_blocks_per_sm=6).time_s
     t32 = predict(H200, c32, 2048, 2048, 2048, max_blocks_per_sm=1).time_s
-    assert t32 > 1.1 * t16, "32 warps cannot hide what 48 can"
+    assert 0.85 * t16 < t32 < t16, (t32, t16)
     assert predict(H200, c32, 2048, 2048, 2048).time_s < predict(H200, c16, 2048, 2048, 2048).time_s
+    # a lone 8-warp block of the naive kernel waits for L2, not for DRAM: measured 1.87 TFLOP/s
+    one = predict(H200, c16, 2048, 2048, 2048, max_blocks_per_sm=1)
+    assert 1.4e12 < one.flops / one.time_s < 2.4e12
+
+
+def test_a_loop_without_a_barrier_waits_the_l2_latency_one_with_a_barrier_the_loaded_one() -> None:
+    from model.timing import _waited_latency
+    r = rates(H200)
+    (pa,), _ = _arrays_for(H200, [KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")], None)
+    # operands from L2 (miss ratio 0): the L2 hit latency; all from DRAM: DRAM's
+    assert _waited_latency(r, pa, np.array([1e9]), np.array([0.0]))[0] == pytest.approx(r.l2_latency_cycles)
+    assert _waited_latency(r, pa, np.array([1e9]), np.array([1e9]))[0] == pytest.approx(r.dram_latency_cycles)
+    mid = _waited_latency(r, pa, np.array([1e9]), np.array([1e7]))[0]
+    assert r.l2_latency_cycles < mid < r.dram_latency_cycles
+
+
+def test_sixteen_load_store_units_halve_the_naive_kernels_rate() -> None:
+    # The naive kernel issues two 4-byte loads per FFMA: on an SM with 16 LD/ST units (GA102, AD10x)
+    # each takes 2 cycles of the load/store pipe instead of 1; a kernel of 128-bit shared loads, whose
+    # wavefronts take longer than the issue, barely notices.
+    half = replace(H200, ld_st_units_per_sm=16)
+    naive = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
+    wide = KernelConfig.parse("05:BM=128,BN=128,BK=8,TM=8,TN=8")
+    slow = predict(half, naive, 4096, 4096, 4096).time_s / predict(H200, naive, 4096, 4096, 4096).time_s
+    assert slow > 1.5
+    assert predict(half, wide, 4096, 4096, 4096).time_s / predict(H200, wide, 4096, 4096, 4096).time_s < 1.05
+    for key in ("rtxa6000", "rtx3090", "rtx4060", "rtx4090"):
+        assert rates(load_gpu(key)).lsu_cycles == 2.0, key
+    for key in ("h200", "h100", "a100"):
+        assert rates(load_gpu(key)).lsu_cycles == 1.0, key
+
+
+def test_spills_fit_in_the_l1_left_beside_the_carveout() -> None:
+    from model.timing import _l1_bytes_left
+    # 8 blocks of 16 KiB (+1 KiB reserved) need 136 KiB: the driver picks the 164 KiB step, 92 KiB of L1
+    left = _l1_bytes_left(H200, np.array([8]), np.array([16384.0]))[0]
+    assert left == 262144 - 167936
+    assert _l1_bytes_left(H200, np.array([1]), np.array([0.0]))[0] == 262144 - 8192
+
+
+def test_traffic_that_does_not_bind_still_costs_time() -> None:
+    # the SMs' time and the L2/DRAM times overlap as the SM's pipes do: halving the L2 bandwidth slows
+    # a kernel whose L2 time is well below its SM time
+    cfg = KernelConfig.parse("04:BM=64,BN=32,BK=16,TM=8,TN=4")
+    slow_l2 = replace(H200, timing={**H200.timing, "l2_bandwidth_bytes_per_s": H200.timing["l2_bandwidth_bytes_per_s"] / 2})
+    p = predict(H200, cfg, 4096, 4096, 4096)
+    q = predict(slow_l2, cfg, 4096, 4096, 4096)
+    assert q.time_s > 1.02 * p.time_s
 
 
 def test_other_gpus_never_borrow_the_h200_measurements() -> None:
@@ -172,3 +285,17 @@ def test_predictions_are_finite_for_every_classic_config() -> None:
     pairs = [(c, s) for c in cfgs for s in sizes]
     r = predict_rows(H200, [c for c, _ in pairs], [s for _, s in pairs])
     assert np.all(np.isfinite(r["time_s"])) and np.all(r["time_s"] > 0)
+
+
+def test_a_blocks_warps_stretch_the_compute_phase_that_hides_a_prefetch() -> None:
+    # 16 warps of one double-buffered block share 4 schedulers: the compute phase between two barriers is
+    # 4x a lone warp's, long enough to hide the next tile's load - the time barely depends on the latency.
+    # A loop that waits for its tile right after loading it exposes the latency whatever its warps.
+    from model.timing import TimingParams, load_params
+    base = load_params()
+    lo, hi = (TimingParams(base.p, x, base.spill_overlap) for x in (1.0, 2.5))
+    dbuf = KernelConfig.parse("06:BM=128,BN=128,BK=8,TM=8,TN=4")
+    plain = KernelConfig.parse("05:BM=128,BN=128,BK=8,TM=8,TN=8")
+    ratio = [predict(H200, c, 4096, 4096, 4096, prm=hi, max_blocks_per_sm=1).time_s
+             / predict(H200, c, 4096, 4096, 4096, prm=lo, max_blocks_per_sm=1).time_s for c in (dbuf, plain)]
+    assert ratio[0] < 1.03 < 1.15 < ratio[1], ratio
