@@ -76,8 +76,9 @@ def rank_all(gpu, cfgs, sizes) -> np.ndarray:
 def clear(cache_file: str | None = None, facts: bool = False) -> None:
     """Forget every in-memory result (``facts``: the compiler-facts table too, as a new process would)."""
     counts.clear_caches()
-    for f in (timing.profile, timing._wave_dram_reads_one, timing._l1_shared_fractions):
-        f.cache_clear()
+    for f in vars(timing).values():     # profile(), the traffic memos, the rates, ...
+        if callable(getattr(f, "cache_clear", None)):
+            f.cache_clear()
     from model.simulate import simulate
     simulate.cache_clear()
     if facts:
