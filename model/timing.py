@@ -556,9 +556,11 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     if b <= 1 or n <= sms:
         return 1.0, 1.0
     # Distinct (SM, block row) pairs: block i is the first of its pair on SM i % sms unless the block
-    # before it there (i - sms) is in the same row (rows only grow along an SM's blocks).
-    ids = np.arange(n)
-    ra = int(np.count_nonzero((ids < sms) | ((ids - sms) // gn != ids // gn)))
+    # before it there (i - sms) is in the same row (rows only grow along an SM's blocks): i < sms, or
+    # i % gn < sms (a row starts between i - sms and i). Blocks [0, x) with i % gn < sms: below(x).
+    def below(x: int) -> int:
+        return (x // gn) * sms + min(x % gn, sms)
+    ra = n if sms >= gn else below(n)
     # Distinct (SM, block column) pairs: the columns of SM q's blocks q + k sms repeat with period
     # gn / gcd(sms, gn) in k, so the first that many blocks of each SM have distinct columns.
     cb = min(n, gn // math.gcd(sms, gn) * sms)

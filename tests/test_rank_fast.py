@@ -115,3 +115,21 @@ def test_counts_array_equals_steady_counts_and_extras() -> None:
         assert [col[f][i] for f in fields] == [e[f] if f in counts.EXTRA_FIELDS else getattr(b, f) for f in fields], c.key
     assert all(len(v) == 0 for v in counts.counts_array([], fields).values())
     assert rank(load_gpu("h200"), [], SIZES[:2]).shape == (0, 2)
+
+
+def test_l1_sharing_counts_equal_the_distinct_pairs() -> None:
+    """The L1-sharing fractions in closed form equal the distinct (SM, block row) and (SM, block column)
+    pairs of the blocks resident together, counted one by one."""
+    from model.timing import _l1_shared_fractions
+
+    def counted(gm, gn, sms, b):
+        n = min(gm * gn, sms * b)
+        if b <= 1 or n <= sms:
+            return 1.0, 1.0
+        ids = range(n)
+        return (len({(i % sms, i // gn) for i in ids}) / n, len({(i % sms, i % gn) for i in ids}) / n)
+    for sms in (1, 3, 46, 132):
+        for gm in (1, 2, 5, 33, 128):
+            for gn in (1, 2, 3, 12, 31, 131, 132, 133, 256):
+                for b in (1, 2, 3, 8, 32):
+                    assert _l1_shared_fractions(gm, gn, sms, b) == counted(gm, gn, sms, b), (gm, gn, sms, b)
