@@ -101,3 +101,16 @@ def test_identical_best_config_rows_are_merged() -> None:
     md = format_markdown(compare(load([FIXTURE])))
     rows = [ln for ln in md.splitlines() if ln.startswith("| 2048^3 |") or ln.startswith("| 1024^3 |")]
     assert len(rows) == len(set(ln.split("|", 3)[3] for ln in rows))
+
+
+def test_residency_section_scores_committed_predictions_and_shows_the_current_model():
+    # The seed's case on the forced-residency data: the committed predictions are scored as committed
+    # (16x16 faster: the wrong direction, 15.8 %), and the current model's numbers stand beside them,
+    # labelled not blind, with the direction read from them.
+    from analysis.report import _residency_lines, _residency_now
+    lines = "\n".join(_residency_lines())
+    assert "MAPE 15.8 %" in lines and "not blind" in lines
+    now = _residency_now([])
+    a, b = now[("01 naive 32x32", 1)], now[("01 naive 16x16", 6)]
+    want = "32x32 faster" if a > b else "16x16 faster"
+    assert f"({want} by" in lines
