@@ -52,13 +52,15 @@ def _reach(order: Sequence[tuple[str, float | None]], best: float, tol: float) -
     return None
 
 
-def run(seeds: int = SEEDS, cap: int = CAP, log=lambda s: print(s, file=sys.stderr, flush=True)) -> dict:
-    """Run the comparison (needs kernel-tuner); returns the document written to :data:`CACHE`."""
+def run(seeds: int = SEEDS, cap: int = CAP, log=lambda s: print(s, file=sys.stderr, flush=True),
+        strategies: Sequence[str] = STRATEGIES) -> dict:
+    """Run the comparison (needs kernel-tuner); returns the document written to :data:`CACHE`.
+    ``strategies``: the strategies to run (default all)."""
     from experiments.kerneltuner import ModelStrategy, export_space, replay, spaces, _rows
 
     out = {"schema": "gemmscope.tuning_comparison", "schema_version": 1,
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seeds": seeds, "cap": cap,
-           "thresholds": list(THRESHOLDS), "strategies": list(STRATEGIES), "spaces": []}
+           "thresholds": list(THRESHOLDS), "strategies": list(strategies), "spaces": []}
     import kernel_tuner
     out["kernel_tuner"] = kernel_tuner.__version__ if hasattr(kernel_tuner, "__version__") else "1.5"
 
@@ -79,7 +81,7 @@ def run(seeds: int = SEEDS, cap: int = CAP, log=lambda s: print(s, file=sys.stde
                          "best_s": best, "best_config": min(ok, key=lambda r: r["median_s"])["config_key"],
                          "budget": budget, "runs": {}}
                 t0 = time.time()
-                for strat in STRATEGIES:
+                for strat in strategies:
                     runs = []
                     for seed in range(1 if strat == "model" else seeds):
                         obj = (ModelStrategy("h200", size, cross_validated=stem in CALIBRATED_ON)
@@ -98,8 +100,26 @@ def run(seeds: int = SEEDS, cap: int = CAP, log=lambda s: print(s, file=sys.stde
                         runs = [dict(runs[0], seed=s) for s in range(seeds)]     # deterministic
                     entry["runs"][strat] = runs
                 log(f"{stem} {size}: {len(rows)} configs, {time.time() - t0:.0f} s: " + ", ".join(
-                    f"{s} {median_needed(entry, s, 0.03)}" for s in STRATEGIES))
+                    f"{s} {median_needed(entry, s, 0.03)}" for s in strategies))
                 out["spaces"].append(entry)
+    return out
+
+
+def merge_model_runs(doc: dict, fresh: dict) -> dict:
+    """``doc`` with the model strategy's runs (and the date it was re-run, with the model's commit) taken
+    from ``fresh`` (a :func:`run` of the model strategy alone), space by space (file, size); Kernel Tuner's
+    strategies are left as they were (they do not depend on our model)."""
+    from experiments.predict import git_commit
+    new = {(e["file"], tuple(e["size"])): e for e in fresh["spaces"]}
+    out = dict(doc)
+    out["spaces"] = []
+    for e in doc["spaces"]:
+        f = new.get((e["file"], tuple(e["size"])))
+        e = dict(e)
+        if f is not None:
+            e["runs"] = dict(e["runs"], model=f["runs"]["model"])
+        out["spaces"].append(e)
+    out["model_rerun"] = {"date": fresh["date"], "model_commit": git_commit()}
     return out
 
 
@@ -127,7 +147,9 @@ def markdown_section(doc: dict | None = None) -> str:
     lines = ["## Model-guided tuning against Kernel Tuner's strategies", "",
              f"Measured configs needed to reach a config within 3 % / 1 % of each space's best, median over "
              f"{doc['seeds']} seeds, replayed in Kernel Tuner {doc.get('kernel_tuner', '1.5')}'s simulation mode on "
-             f"the shipped H200 measurements (`python -m analysis.tuning --run`, {doc['date']}). "
+             f"the shipped H200 measurements (`python -m analysis.tuning --run`, {doc['date']}"
+             + (f"; the model strategy re-run with `--run --model-only` on {doc['model_rerun']['date']}, model at "
+                f"commit {str(doc['model_rerun']['model_commit'])[:7]}" if doc.get("model_rerun") else "") + "). "
              f"`> {doc['cap']}`: not reached within {doc['cap']} measurements. The model predicts spaces it was "
              "calibrated on (regtile, blocks) with leave-one-rung-out parameters and the hold-out spaces with the "
              "shipped ones; it is deterministic.", "",
@@ -194,8 +216,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=SEEDS)
     ap.add_argument("--cap", type=int, default=CAP)
     ap.add_argument("--out", type=Path, default=REPORTS)
+    ap.add_argument("--model-only", action="store_true",
+                    help=f"with --run: re-run only the model strategy (after a model change) and keep Kernel Tuner's "
+                         f"runs from {CACHE.name}")
     a = ap.parse_args(argv)
-    if a.run:
+    if a.run and a.model_only:
+        if not CACHE.exists():
+            print(f"error: {CACHE} not found: run python -m analysis.tuning --run first", file=sys.stderr)
+            return 2
+        from experiments.kerneltuner import kernel_tuner_available
+        ok, why = kernel_tuner_available()
+        if not ok:
+            print(f"error: {why}", file=sys.stderr)
+            return 2
+        doc = merge_model_runs(load(), run(a.seeds, a.cap, strategies=("model",)))
+        CACHE.write_text(json.dumps(doc, indent=1) + "\n")
+    elif a.run:
         from experiments.kerneltuner import kernel_tuner_available
         ok, why = kernel_tuner_available()
         if not ok:

@@ -148,3 +148,14 @@ def test_a_lost_device_loses_no_measurement(tmp_path) -> None:
         tu.tune(FakeBackend(lose_on=third), (256, 512, 128), cfgs, out, budget=6, log=lambda s: None)
     rows = [json.loads(l) for l in out.read_text().splitlines()]
     assert [r["status"] for r in rows] == ["ok", "ok", "launch_error"] and rows[2]["config_key"] == third
+
+
+def test_model_only_rerun_replaces_the_model_runs_and_keeps_kernel_tuners():
+    from analysis.tuning import merge_model_runs
+    doc = {"date": "d0", "spaces": [{"file": "a.jsonl", "size": [1, 2, 3], "runs": {"model": [{"n_3pct": 9}],
+                                                                                  "bayes_opt": [{"n_3pct": 40}]}}]}
+    fresh = {"date": "d1", "spaces": [{"file": "a.jsonl", "size": [1, 2, 3], "runs": {"model": [{"n_3pct": 2}]}}]}
+    out = merge_model_runs(doc, fresh)
+    runs = out["spaces"][0]["runs"]
+    assert runs["model"] == [{"n_3pct": 2}] and runs["bayes_opt"] == [{"n_3pct": 40}]
+    assert out["model_rerun"]["date"] == "d1" and doc["spaces"][0]["runs"]["model"] == [{"n_3pct": 9}]
