@@ -1,0 +1,145 @@
+"""Register-bank conflicts of the FFMAs in a kernel's SASS (a diagnostic for issue 8/9; not yet in the model).
+
+    python -m tools.bank_conflicts KEY [KEY ...] [--arch sm_90]
+    python -m tools.bank_conflicts --against PREDICTIONS RESULTS [--min-size 2048]
+
+Volta and later read FFMA operands from a register file of two banks (register index mod 2), with an
+operand reuse cache: an operand slot marked ``.reuse`` on one instruction is served from the cache for
+the same slot of the next (Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via
+Microbenchmarking", section on register banks; the maxas SGEMM notes). Distinct source registers of one
+FFMA that are not cache hits and fall in the same bank cost one extra read cycle each: this counts them,
+per FFMA, over every FFMA of the kernel (the main loop holds all of them in the ladder's tiled kernels).
+
+Why it matters (2026-11-30, H200): Nsight Compute at 4096^3 shows our fastest rung-08 kernel losing 0.30
+cycles per issued instruction to dispatch stalls against cuBLAS's 0.10, at the same instruction count and
+residency; this count gives 0.33 per FFMA for that loop. On the ``warptile2`` sweep (48 configs, sizes >=
+2048, not split-K) the measured / predicted ratio of each config falls with its conflicts per FFMA
+(Pearson -0.65): ``--against`` reproduces that. Each conflict costing one issue cycle explains the ratio
+between the low-conflict (0.38-0.49 per FFMA) and high-conflict (0.76-0.84) configs (0.79 measured, 0.79
+from 1 / (1 + 0.88 c)); the timing model does not charge it yet.
+
+Needs requirements-facts.txt (NVRTC, nvdisasm), like tools.compiler_facts.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+_REG = re.compile(r"^-?\|?(R\d+)\|?(\.reuse)?")
+
+
+def ffma_conflicts(instrs: Iterable) -> tuple[int, int]:
+    """(FFMAs, extra register-bank reads) over ``instrs`` (``tools.compiler_facts.Instr`` in program order):
+    for each FFMA, the distinct source registers that the reuse cache does not serve (slot s is served when
+    the previous instruction marked the same register ``.reuse`` in slot s), grouped by bank (index mod 2);
+    a bank holding k of them costs k - 1 extra reads."""
+    prev: dict[int, str] = {}
+    n = extra = 0
+    for ins in instrs:
+        now: dict[int, str] = {}
+        if ins.op.split(".")[0] == "FFMA":
+            args = [a.strip() for a in ins.operands.split(",")]
+            regs = set()
+            for slot, a in enumerate(args[1:4]):
+                m = _REG.match(a)
+                if not m:
+                    continue
+                r = m.group(1)
+                if m.group(2):
+                    now[slot] = r
+                if prev.get(slot) != r:
+                    regs.add(int(r[1:]))
+            banks = Counter(r % 2 for r in regs)
+            extra += sum(max(0, k - 1) for k in banks.values())
+            n += 1
+        else:
+            for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
+                m = _REG.match(a)
+                if m and m.group(2):
+                    now[slot] = m.group(1)
+        prev = now
+    return n, extra
+
+
+def conflicts_per_ffma(key: str, arch: str = "sm_90") -> float:
+    """Extra register-bank reads per FFMA of config ``key``, compiled as CuPy compiles it (NVRTC)."""
+    from model.registry import KernelConfig
+    from tools import compiler_facts as cf
+    cubin = cf.compile_cubin(KernelConfig.parse(key), arch)
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    text = subprocess.run([cf.find_tool("nvdisasm"), "-c", f.name], capture_output=True, text=True,
+                          check=True).stdout
+    Path(f.name).unlink(missing_ok=True)
+    funcs = cf.parse_nvdisasm(text)
+    n = extra = 0
+    for instrs, _ in funcs.values():
+        a, b = ffma_conflicts(instrs)
+        n, extra = n + a, extra + b
+    return extra / n if n else 0.0
+
+
+def against(pred_path: Path, results_path: Path, min_size: int, arch: str) -> list[tuple[str, float, float]]:
+    """(config, conflicts per FFMA, mean measured / committed-predicted FLOP/s) per config of a sweep."""
+    pred = {}
+    for line in Path(pred_path).read_text().splitlines():
+        p = json.loads(line)
+        if p.get("flop_per_s"):
+            pred[(p["config"], p["M"], p["N"], p["K"])] = p["flop_per_s"]
+    ratio = defaultdict(list)
+    for line in Path(results_path).read_text().splitlines():
+        r = json.loads(line)
+        key = (r.get("config_key"), r.get("M"), r.get("N"), r.get("K"))
+        if r.get("rung", 0) == 0 or r.get("status") != "ok" or min(r["M"], r["N"], r["K"]) < min_size:
+            continue
+        if (r.get("params") or {}).get("SPLITK", 1) > 1 or key not in pred:
+            continue
+        ratio[key[0]].append(r["flop_per_s"] / pred[key])
+    return [(k, conflicts_per_ffma(k, arch), sum(v) / len(v)) for k, v in sorted(ratio.items())]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.bank_conflicts", description=__doc__.splitlines()[0])
+    ap.add_argument("configs", nargs="*", help="config keys")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--against", nargs=2, metavar=("PREDICTIONS", "RESULTS"),
+                    help="correlate conflicts per FFMA with measured / committed-predicted FLOP/s of a sweep")
+    ap.add_argument("--min-size", type=int, default=2048, help="with --against: rows with M, N, K >= this")
+    a = ap.parse_args(argv)
+    if not a.configs and not a.against:
+        ap.error("give config keys or --against PREDICTIONS RESULTS")
+    from model.errors import GemmscopeError
+    from model.registry import KernelConfig
+    try:
+        for k in a.configs:
+            KernelConfig.parse(k)
+    except GemmscopeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for p in a.against or ():
+        if not Path(p).is_file():
+            print(f"error: {p}: no such file", file=sys.stderr)
+            return 2
+    for k in a.configs:
+        print(f"{conflicts_per_ffma(k, a.arch):.3f}  {k}")
+    if a.against:
+        import numpy as np
+        rows = against(Path(a.against[0]), Path(a.against[1]), a.min_size, a.arch)
+        for k, c, r in rows:
+            print(f"{c:.3f}  measured/predicted {r:.3f}  {k}")
+        x, y = np.array([c for _, c, _ in rows]), np.array([r for _, _, r in rows])
+        if len(rows) > 2:
+            print(f"{len(rows)} configs: Pearson {np.corrcoef(x, y)[0, 1]:+.2f} between conflicts per FFMA and "
+                  "measured / predicted")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
