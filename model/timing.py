@@ -251,6 +251,7 @@ class Profile:
     global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
     local_stores: float = 0.0               # spill stores (STL) per warp and iteration
+    bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -275,6 +276,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     instr = (cnt["ffma_warp"] + cnt["lds_instructions"] + cnt["sts_instructions"] + cnt["gld_requests"]
              + cnt["bar_warp"] + cnt["int_warp_est"]) / warps
     per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    bank = np.zeros(n)
     fregs = np.zeros(n, dtype=np.int64)
     traced, loop_trace, pro_trace = [], [], []
     for i, f in enumerate(facts):
@@ -288,6 +290,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
             stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
+            bank[i] = float(f.loop_bank_conflicts or 0) * per[i]
         if f.loop_trace_cycles:
             traced.append(i)
             loop_trace.append(f.loop_trace_cycles)
@@ -308,7 +311,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
-            "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl}
+            "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
+            "bank_conflicts": bank}
 
 
 @lru_cache(maxsize=100_000)
@@ -330,6 +334,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    epilogue_instructions=float(c["epilogue"]), latency_chain=chain, barriers=float(c["barriers"]),
                    local_loads=float(c["local_loads"]), local_bytes=float(c["local_bytes"]),
                    global_load_instructions=float(c["gld_instr"]), shared_instructions=float(c["shared_instr"]),
+                   bank_conflicts=float(c["bank_conflicts"]),
                    local_stores=float(c["local_stores"]))
 
 
@@ -362,6 +367,7 @@ class ProfileArrays:
     gld_instr: np.ndarray    # warp-level global loads per block and iteration
     shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
     local_stores: np.ndarray  # spill stores per warp and iteration
+    bank_conflicts: np.ndarray  # extra register-bank reads of the FFMAs per warp and iteration
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -433,7 +439,15 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
     own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
-    Z = np.maximum(t1 - pa.instr, 0.0) + own + spills
+    # Register-bank conflicts (two banks, the operand reuse cache; Jia et al. 2018; tools/bank_conflicts.py):
+    # each extra operand read holds its warp a cycle at dispatch (Nsight Compute's dispatch stall). The warp
+    # is delayed, its scheduler is not: another eligible warp issues in that cycle. A warp alone (no barrier:
+    # the customers are warps) carries its own conflicts as delay. A block's phi warps on one scheduler fill
+    # each other's: the same mean value analysis one level down (phi warps, service I, delay = their
+    # conflicts) gives the phase's cycle time, and what exceeds phi I stretches the block's iteration.
+    phase = _mva(pa.instr, pa.bank_conflicts, phi.astype(np.int64))
+    bank = np.where(sync, np.maximum(phase - phi * pa.instr, 0.0), pa.bank_conflicts)
+    Z = np.maximum(t1 - pa.instr, 0.0) + own + spills + bank
     per = np.where(sync, W, 1.0)
     n = np.where(sync, b, b * W)
     total = _mva(per * s_w, Z, n)
@@ -769,7 +783,8 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "trace": "trace", "prologue": "prologue", "epilogue": "epilogue_instructions",
                  "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
                  "registers": "registers", "gld_instr": "global_load_instructions",
-                 "shared_instr": "shared_instructions", "local_stores": "local_stores"}
+                 "shared_instr": "shared_instructions", "local_stores": "local_stores",
+                 "bank_conflicts": "bank_conflicts"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:

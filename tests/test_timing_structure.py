@@ -299,3 +299,34 @@ def test_a_blocks_warps_stretch_the_compute_phase_that_hides_a_prefetch() -> Non
     ratio = [predict(H200, c, 4096, 4096, 4096, prm=hi, max_blocks_per_sm=1).time_s
              / predict(H200, c, 4096, 4096, 4096, prm=lo, max_blocks_per_sm=1).time_s for c in (dbuf, plain)]
     assert ratio[0] < 1.03 < 1.15 < ratio[1], ratio
+
+
+def test_register_bank_conflicts_delay_warps_not_the_issue_demand():
+    # Each extra operand read (two register banks, the reuse cache: tools/bank_conflicts.py) holds its warp
+    # a cycle at dispatch: a profile column of its own (the facts' count per our iteration), not issue
+    # demand; a block with one warp per scheduler pays for it in full, one with more warps per scheduler
+    # hides part of it (mean value analysis one level down).
+    from dataclasses import replace as dreplace
+    from model.facts import facts_for
+    from model.registry import geometry
+    from model.timing import _COUNT_FIELDS, _profile_columns, rates
+    from model import counts as C
+    big = KernelConfig.parse("08:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=4,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=4")
+    f = facts_for(big, "sm_90")
+    assert f is not None and (f.loop_bank_conflicts or 0) > 0
+    cnt = C.counts_array([big], _COUNT_FIELDS)
+    with_b = _profile_columns(cnt, [f], [geometry(big)], None)
+    none_b = _profile_columns(cnt, [dreplace(f, loop_bank_conflicts=0)], [geometry(big)], None)
+    per = (cnt["ffma_warp"][0] / cnt["warps"][0]) / f.loop_ffma
+    assert with_b["bank_conflicts"][0] == pytest.approx(f.loop_bank_conflicts * per)
+    assert np.array_equal(with_b["instr"], none_b["instr"]) and np.array_equal(with_b["trace"], none_b["trace"])
+    # time with and without the conflicts: 4 warps (one per scheduler) lose more than 16 warps of a block
+    lone = KernelConfig.parse("07:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=4,TM=8,TN=4,SWZ=1,SPLITK=1")
+    wide = KernelConfig.parse("06:BM=128,BN=256,BK=16,TM=16,TN=4")
+    loss = {}
+    for c in (lone, wide):
+        (pa,), _ = _arrays_for(H200, [c], None)
+        t = evaluate(H200, pa, [48], [6144], [3072])["time_s"][0]
+        t0 = evaluate(H200, dreplace(pa, bank_conflicts=np.zeros(1)), [48], [6144], [3072])["time_s"][0]
+        loss[c.rung] = t / t0 - 1
+    assert loss[7] > 0.2 and 0 <= loss[6] < loss[7]
