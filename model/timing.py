@@ -410,7 +410,25 @@ def _mva(s, Z, n):
     return Z + R
 
 
-def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams):
+def _bank_delay(pa: ProfileArrays, r: Rates) -> np.ndarray:
+    """Delay per customer and iteration from register-bank conflicts (two banks, the operand reuse cache;
+    Jia et al. 2018; ``tools/bank_conflicts.py``): each extra operand read holds its warp a cycle at dispatch
+    (Nsight Compute's dispatch stall). The warp is delayed, its scheduler is not: another eligible warp
+    issues in that cycle. A warp alone (no barrier: the customers are warps) carries its own conflicts as
+    delay. A block's phi warps on one scheduler fill each other's: the same mean value analysis one level
+    down (phi warps, service I, delay = their conflicts) gives the phase's cycle time, and what exceeds
+    phi I stretches the block's iteration. Independent of the residency: computed once per evaluation."""
+    sync = pa.barriers > 0
+    phi = np.where(sync, np.ceil(pa.warps / r.schedulers), 1.0)
+    out = np.asarray(pa.bank_conflicts, dtype=np.float64).copy()
+    rows = np.flatnonzero(sync & (out > 0))
+    if len(rows):
+        phase = _mva(pa.instr[rows], out[rows], phi[rows].astype(np.int64))
+        out[rows] = np.maximum(phase - phi[rows] * pa.instr[rows], 0.0)
+    return out
+
+
+def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None):
     """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency).
 
     The customers of the mean value analysis are the warps when the loop has no barrier (each warp runs
@@ -439,14 +457,8 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
     own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
-    # Register-bank conflicts (two banks, the operand reuse cache; Jia et al. 2018; tools/bank_conflicts.py):
-    # each extra operand read holds its warp a cycle at dispatch (Nsight Compute's dispatch stall). The warp
-    # is delayed, its scheduler is not: another eligible warp issues in that cycle. A warp alone (no barrier:
-    # the customers are warps) carries its own conflicts as delay. A block's phi warps on one scheduler fill
-    # each other's: the same mean value analysis one level down (phi warps, service I, delay = their
-    # conflicts) gives the phase's cycle time, and what exceeds phi I stretches the block's iteration.
-    phase = _mva(pa.instr, pa.bank_conflicts, phi.astype(np.int64))
-    bank = np.where(sync, np.maximum(phase - phi * pa.instr, 0.0), pa.bank_conflicts)
+    if bank is None:
+        bank = _bank_delay(pa, r)                        # register-bank conflicts, see _bank_delay
     Z = np.maximum(t1 - pa.instr, 0.0) + own + spills + bank
     per = np.where(sync, W, 1.0)
     n = np.where(sync, b, b * W)
@@ -739,8 +751,9 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
                   _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm)
+    bank = _bank_delay(pa, r)
+    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, bank)
+    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, bank)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
     # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
     # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
