@@ -605,34 +605,25 @@ def main(args) -> int:
     rows = load(paths)
     bar.update()
     pfile = getattr(args, "predictions", None)
-    if not rows and pfile and paths:
-        # ncu rows: score committed traffic predictions (L2 and DRAM bytes)
+    if pfile:
         from experiments.predict import read_predictions
         from .data import load_ncu
-        ncu = [r for p in paths for r in load_ncu(p)]
-        if ncu:
-            try:
-                preds = read_predictions(pfile)
-            except ValueError as e:
-                raise DataError(str(e)) from None
-            j = score_traffic_predictions(preds, ncu)
+        try:
+            preds = read_predictions(pfile)
+        except ValueError as e:
+            raise DataError(str(e)) from None
+        # measurement rows: score the committed times; ncu rows only: the committed traffic (L2, DRAM bytes)
+        ncu = [] if rows or not paths else [r for p in paths for r in load_ncu(p)]
+        if rows or ncu:
+            j = score_predictions(preds, rows) if rows else score_traffic_predictions(preds, ncu)
+            fmt = format_prediction_score if rows else format_traffic_score
             bar.close()
-            print(json.dumps(j, indent=2) if getattr(args, "json", False) else format_traffic_score(j, pfile))
+            print(json.dumps(j, indent=2) if getattr(args, "json", False) else fmt(j, pfile))
             return 0
     if not rows:
         bar.close()
         raise NoDataError(_no_data_message(paths))
     bar.set_description_str(f"compare: predicting {len(rows)} rows")
-    if pfile:
-        from experiments.predict import read_predictions
-        try:
-            preds = read_predictions(pfile)
-        except ValueError as e:
-            raise DataError(str(e)) from None
-        j = score_predictions(preds, rows)
-        bar.close()
-        print(json.dumps(j, indent=2) if getattr(args, "json", False) else format_prediction_score(j, pfile))
-        return 0
     model = getattr(args, "model", "timing")
     c = compare(rows, predictor=_roofline_predictions if model == "roofline" else None)
     bar.close()

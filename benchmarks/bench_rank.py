@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from model import counts, timing  # noqa: E402
-from model.registry import KernelConfig, RUNGS, is_valid  # noqa: E402
+from model.registry import KernelConfig, grid_configs  # noqa: E402
 from model.spec import load_gpu  # noqa: E402
 
 GRID = {"BM": (16, 32, 48, 64, 96, 128, 192, 256, 512), "BN": (16, 32, 48, 64, 96, 128, 192, 256, 512),
@@ -55,16 +55,8 @@ SIZES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (3584, 3584
 
 
 def space(gpu, n: int) -> list[KernelConfig]:
-    out = []
-    for r in (6, 5, 4, 3):
-        names = RUNGS[r].params
-        for values in itertools.product(*(GRID[p] for p in names)):
-            c = KernelConfig(r, tuple(zip(names, values)))
-            if is_valid(c, gpu):
-                out.append(c)
-                if len(out) == n:
-                    return out
-    return out
+    """The first ``n`` valid configs of rungs 06, 05, 04, 03 over :data:`GRID` (registry.grid_configs)."""
+    return list(itertools.islice(itertools.chain.from_iterable(grid_configs(r, gpu, **GRID) for r in (6, 5, 4, 3)), n))
 
 
 def rank_all(gpu, cfgs, sizes) -> np.ndarray:

@@ -505,6 +505,13 @@ def l2_reuse_bytes(gpu) -> float:
     return float(gpu.l2_bytes) / _L2_PARTITIONS.get(gpu.arch, 1)
 
 
+def _launch_bytes(m: int, n: int, k: int, bm: int, bn: int) -> tuple[int, int, float, float, float, float]:
+    """(block rows gm, block columns gn, bytes of one A row panel, of one B column panel, of A + B, of C) of
+    an m x n x k launch with bm x bn tiles: what the DRAM walks of :func:`_wave_dram_one` and
+    :func:`_wave_dram_order` stream."""
+    return (-(-m // bm), -(-n // bn), 4.0 * bm * k, 4.0 * bn * k, 4.0 * (m * k + k * n), 4.0 * m * n)
+
+
 @lru_cache(maxsize=200_000)
 def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float) -> tuple[float, float]:
     """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch: the blocks run in row-major
@@ -520,10 +527,7 @@ def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float)
     *Writes.* At the kernel's end the L2 holds the last ``cap`` bytes the launch touched (LRU); a wave's C
     is still there, dirty, when its own C and the footprint of the waves after it fit in ``cap``; the rest
     was evicted during the kernel and written to DRAM. (What stays dirty is written back after the kernel.)"""
-    gm, gn = -(-m // bm), -(-n // bn)
-    a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
-    unique = 4.0 * (m * k + k * n)
-    c_all = 4.0 * m * n
+    gm, gn, a_panel, b_panel, unique, c_all = _launch_bytes(m, n, k, bm, bn)
     nb = gm * gn
     if unique + c_all <= cap:
         return unique, 0.0
@@ -624,10 +628,7 @@ def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
     through the L2 by the streams of waves i .. j-1 (their panels and their C), spread over their C; the
     share beyond ``cap`` is read again. Writes: a wave's C is still in L2 at the end when its C and the
     footprint of every later block (their distinct panels and C) fit in ``cap``."""
-    gm, gn = -(-m // bm), -(-n // bn)
-    a_panel, b_panel = 4.0 * bm * k, 4.0 * bn * k
-    unique = 4.0 * (m * k + k * n)
-    c_all = 4.0 * m * n
+    gm, gn, a_panel, b_panel, unique, c_all = _launch_bytes(m, n, k, bm, bn)
     nb = gm * gn
     if unique + c_all <= cap:
         return unique, 0.0

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from model import counts
-from model.registry import KernelConfig, RUNGS, is_valid
+from model.registry import KernelConfig, grid_configs
 from model.spec import load_gpu
 
 H200 = load_gpu("h200")
@@ -57,14 +57,7 @@ def test_closed_form_equals_the_simulator_on_new_configs() -> None:
     # odd shapes no sweep has: BK 12/24/48, TM/TN 1/3/6/12, tiles of 48/96/192
     grid = {"BM": (16, 48, 96, 192), "BN": (16, 48, 96, 192), "BK": (4, 12, 24, 48),
             "TM": (1, 3, 4, 6, 12), "TN": (1, 3, 4, 6, 12)}
-    import itertools
-    pool = []
-    for r in (3, 4, 5, 6):
-        names = RUNGS[r].params
-        for v in itertools.product(*(grid[p] for p in names)):
-            cfg = KernelConfig(r, tuple(zip(names, v)))
-            if is_valid(cfg, H200):
-                pool.append(cfg)
+    pool = [cfg for r in (3, 4, 5, 6) for cfg in grid_configs(r, H200, **grid)]
     pool += [KernelConfig.make(1, BX=bx, BY=by, COALESCED=co) for bx in (4, 24) for by in (8, 12) for co in (0, 1)]
     pool += [KernelConfig.make(2, BM=bm, BN=bn, BK=bk) for bm, bn, bk in ((12, 24, 4), (24, 12, 20), (8, 40, 12))]
     for cfg in random.Random(11).sample(pool[:-11], 40) + pool[-11:]:
