@@ -82,6 +82,8 @@ def space(gpu, rungs: Sequence[int] = DEFAULT_RUNGS, sweep: str | None = None) -
         return list(out.values())
     out = []
     for r in rungs:
+        if r not in DEFAULT_GRIDS:
+            raise SweepError(f"{RUNGS[r].label} has no default grid here: give a sweep file of its configs (--sweep)")
         names = RUNGS[r].params
         grid = DEFAULT_GRIDS[r]
         for values in itertools.product(*(grid[n] for n in names)):

@@ -52,7 +52,8 @@ class Rung:
         return f"{self.number:02d} {self.title}"
 
 
-KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf", 7: "warptile", 8: "async"}
+KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf", 7: "warptile", 8: "async",
+                 9: "bank"}
 
 _REG = ("BM", "BN", "BK", "TM", "TN")
 # Warp tiling (rungs 07, 08): block tile, warp tile, WNITER sub-tiles along N per warp, the TM x TN step of a
@@ -64,6 +65,10 @@ _WARP_CLASSIC = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 32, "WNITER": 2
 # siboehm's kernel 10 (published-a6000.md): 128 threads, a warp computes 64 x 64 in 1 x 4 steps of 8 x 4
 _SIBOEHM_10 = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, "TM": 8, "TN": 4,
                "SWZ": 1, "SPLITK": 1}
+# rung 09's classic: 256 threads, a thread computes 16 x 8 (2 x 8 x 2 x 4), the shape whose FFMAs the bank-aware
+# layout serves best (tools/bank_conflicts.py: 0.10 extra register reads per FFMA, against 0.97 in rung 08)
+_BANK_CLASSIC = {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4,
+                 "SWZ": 1, "SPLITK": 1}
 ASYNC_MIN_CC = 8   # cp.async: compute capability 8.0 (Ampere) and newer
 
 RUNGS: dict[int, Rung] = {
@@ -111,6 +116,12 @@ RUNGS: dict[int, Rung] = {
              "#e377c2",
              "Rung 07's compute fed by cp.async (sm_80+): global memory copied straight into STAGES "
              "shared-memory buffers, STAGES-1 tiles in flight, no register staging."),
+        Rung(9, "bank_aware", "bank-aware operands", _WARP + ("STAGES",),
+             (dict(_BANK_CLASSIC, STAGES=3),),
+             "#17becf",
+             "Rung 08 with the FFMA operands laid out for the register file's two banks: B's tile stored "
+             "pair-swapped in shared memory (4-byte cp.async), so that B and the accumulator of every FFMA "
+             "sit in different banks, and the FFMAs of a k step in serpentine order for the reuse cache."),
     )
 }
 
@@ -255,7 +266,9 @@ class Geometry:
     :func:`launch_order`) and ``split_k`` (K cut into that many slices, ``grid[2]``; the slices add
     their partial sums into C with atomics, C zeroed before the launch: see :func:`k_slices`).
     ``async_copy``: tiles reach shared memory by cp.async (no register staging); ``stages``: shared
-    buffers; ``a_row_pad``: floats of padding per row of the transposed A tile in shared memory.
+    buffers; ``a_row_pad``: floats of padding per row of the transposed A tile in shared memory;
+    ``b_pair_swap``: B's tile is copied element by element (4-byte cp.async) into pair-swapped positions
+    (column c at c ^ 1), the register-bank-aware layout of rung 09.
     """
 
     BM: int
@@ -276,6 +289,7 @@ class Geometry:
     split_k: int = 1
     async_copy: bool = False
     a_row_pad: int = 0
+    b_pair_swap: bool = False
 
     @property
     def smem_bytes(self) -> int:
@@ -310,7 +324,9 @@ def geometry(cfg: KernelConfig) -> Geometry:
                     stages * (bm * bk + bk * bn) * BYTES_PER_ELEMENT, stages, True)
 
 
-WARP_TILED = (7, 8)
+WARP_TILED = (7, 8, 9)
+ASYNC_RUNGS = (8, 9)          # tiles copied by cp.async
+PAIR_SWAPPED_B = (9,)         # B stored pair-swapped in shared memory by 4-byte copies (rung 09)
 A_ROW_PAD = 4   # rungs 07/08: AsT rows of BM + 4 floats (16-byte aligned, conflict-free transposed stores)
 
 
@@ -331,7 +347,8 @@ def _warp_geometry(cfg: KernelConfig) -> Geometry:
     smem = stages * (bk * (bm + A_ROW_PAD) + bk * bn) * BYTES_PER_ELEMENT
     return Geometry(bm, bn, bk, wmi * p["TM"], wni * p["TN"], threads, (threads, 1, 1), 0, smem, stages, True,
                     warp_tile=(p["WM"], p["WN"]), warp_iters=(wmi, wni), thread_step=(p["TM"], p["TN"]),
-                    swizzle_group=p["SWZ"], split_k=p["SPLITK"], async_copy=cfg.rung == 8, a_row_pad=A_ROW_PAD)
+                    swizzle_group=p["SWZ"], split_k=p["SPLITK"], async_copy=cfg.rung in ASYNC_RUNGS, a_row_pad=A_ROW_PAD,
+                    b_pair_swap=cfg.rung in PAIR_SWAPPED_B)
 
 
 def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
@@ -417,7 +434,7 @@ class Rule:
     limit: str          # name of the limit, reported in ConfigError.limit
     expr: str           # Python expression that must hold
     why: str            # one line: what breaks otherwise
-    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9)
     needs_gpu: bool = False
 
 
@@ -430,20 +447,21 @@ RULES: tuple[Rule, ...] = (
     Rule("float4_alignment", "BK % 4 == 0 and BN % 4 == 0 and TM % 4 == 0 and TN % 4 == 0",
          "128-bit loads and stores need BK, BN, TM and TN to be multiples of 4", rungs=(5, 6)),
     Rule("warp_tile_divides_block", "BM % WM == 0 and BN % WN == 0",
-         "the block's BM x BN tile must be tiled by whole WM x WN warp tiles", rungs=(7, 8)),
+         "the block's BM x BN tile must be tiled by whole WM x WN warp tiles", rungs=WARP_TILED),
     Rule("warp_iterations", "WMITER >= 1 and WM % WMITER == 0 and WN % WNITER == 0",
          "WMITER = WM*WN/(32*TM*TN*WNITER) must be a whole number dividing WM, and WNITER must divide WN",
-         rungs=(7, 8)),
+         rungs=WARP_TILED),
     Rule("warp_lanes", "WSUBM % TM == 0 and WSUBN % TN == 0 and (WSUBM // TM) * (WSUBN // TN) == 32",
          "the 32 lanes of a warp must tile one WSUBM x WSUBN step (WSUBM = WM/WMITER, WSUBN = WN/WNITER) "
-         "by TM x TN", rungs=(7, 8)),
+         "by TM x TN", rungs=WARP_TILED),
     Rule("warptile_vectors", "TM % 4 == 0 and TN % 4 == 0 and BK % 8 == 0",
          "LDS.128 fragments need TM, TN multiples of 4; the paired (32-byte sector) A tile loads need BK a "
-         "multiple of 8", rungs=(7, 8)),
+         "multiple of 8", rungs=WARP_TILED),
     Rule("pipeline_stages", "2 <= STAGES <= 4", "the cp.async pipeline has 2, 3 or 4 shared-memory stages",
-         rungs=(8,)),
+         rungs=ASYNC_RUNGS),
     Rule("async_copy_arch", f"gpu.cc_major >= {ASYNC_MIN_CC}",
-         "cp.async (rung 08) needs compute capability 8.0 or newer (Ampere and later)", rungs=(8,), needs_gpu=True),
+         "cp.async (rungs 08, 09) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
+         needs_gpu=True),
     Rule("threads_per_block", "threads <= 1024", "CUDA allows at most 1024 threads per block"),
     Rule("warp_multiple", "threads % 32 == 0",
          "the register-tiled kernels need whole warps (threads = BM*BN/(TM*TN) a multiple of 32)",

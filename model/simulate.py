@@ -102,7 +102,8 @@ from typing import Callable, Mapping
 import numpy as np
 
 from .errors import ConfigError
-from .registry import BYTES_PER_ELEMENT, WARP_SIZE, KernelConfig, geometry, grid, k_slices, validate_size
+from .registry import (BYTES_PER_ELEMENT, WARP_SIZE, WARP_TILED, KernelConfig, geometry, grid, k_slices,
+                       validate_size)
 
 BANKS = 32
 SECTOR_BYTES = 32
@@ -311,7 +312,7 @@ def _runs(cfg: KernelConfig) -> _Runs | None:
     if r in (5, 6):  # AsT[kk*BM + ty*TM + i] along i; Bs[kk*BN + tx*TN + j] along j
         return _Runs(g.TM, g.BK, _pow2_align(math.gcd(g.TM, g.BM)), g.TN, g.BK,
                      _pow2_align(math.gcd(g.TN, g.BN)))
-    if r in (7, 8):  # per kk and warp step: TM floats of AsT (LDA = BM + 4), TN floats of Bs, all 16-byte aligned
+    if r in WARP_TILED:  # per kk and warp step: TM floats of AsT (LDA = BM + 4), TN floats of Bs, all 16-byte aligned
         tm, tn = g.thread_step
         wmi, wni = g.warp_iters
         return _Runs(tm, g.BK * wmi, 4, tn, g.BK * wni, 4)
@@ -332,7 +333,7 @@ def source_plan(cfg: KernelConfig) -> LoadPlan | None:
     ru = _runs(cfg)
     if ru is None:
         return None
-    w = 4 if cfg.rung in (5, 6, 7, 8) else 1
+    w = 4 if cfg.rung in (5, 6) + WARP_TILED else 1
     return LoadPlan(_uniform(ru.len_A, w), _uniform(ru.len_B, w), origin="source")
 
 
@@ -658,9 +659,9 @@ def _describe(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) 
         return _tiled_scalar(cfg, M, N, K, plan)
     if r in (5, 6):
         return _tiled_float4(cfg, M, N, K, plan)
-    if r in (7, 8):
+    if r in WARP_TILED:
         return _warp_tiled(cfg, M, N, K, plan)
-    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-08 (cuBLAS has no index maps)", limit="rung")
+    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-09 (cuBLAS has no index maps)", limit="rung")
 
 
 def _naive(cfg: KernelConfig, M: int, N: int, K: int) -> _Kernel:
@@ -812,8 +813,9 @@ def _tiled_float4(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | No
 
 
 def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) -> _Kernel:
-    """Rungs 07 (warp tiling, register-staged tile loads) and 08 (cp.async pipeline): the index maps of
-    the CONTRACT blocks of ``gpu/kernels/07_warptile.cu`` and ``08_async_pipeline.cu``.
+    """Rungs 07 (warp tiling, register-staged tile loads), 08 (cp.async pipeline) and 09 (rung 08 with
+    bank-aware operands): the index maps of the CONTRACT blocks of ``gpu/kernels/07_warptile.cu``,
+    ``08_async_pipeline.cu`` and ``09_bank_aware.cu``.
 
     * Warp-level layout: warp ``w`` owns rows ``wr*WM..``, columns ``wc*WN..`` (``wr = w // (BN/WN)``);
       lane ``l`` sits at (``tr``, ``tc``) of :func:`warp_lane_layout` (interleaved by 2). The inner loop's shared loads
@@ -830,6 +832,9 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
       shared store of its width at its destination (the copy engine writes shared memory through the
       same banks), with no register staging and no separate STS instruction in the issue count
       (``sts_slots`` 0: the copy is one instruction).
+    * Rung 09 (``b_pair_swap``): A as rung 08; B element by element (``r = e // BN``, ``c = e % BN``), 4-byte
+      copies into ``Bs[r*BN + (c ^ 1)]`` (a warp reads 128 contiguous bytes and writes 32 banks). The inner
+      loop's LDS.128 addresses are rung 08's (only the contents are permuted).
     * Out-of-range elements: rung 07 predicates them off (zero in registers); rung 08 copies with
       src-size 0 (zero-fill): no global sector is touched, the shared store still happens.
     * C: as rung 06 (STG.128 / guarded scalars); with SPLITK > 1 scalar atomic adds (RED) of every element,
@@ -887,6 +892,19 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
         globs.append(_Global("A", "ld", 1, frozenset("mk"), a_cp_fn))
         shared.append(_Shared("st", 1, ca * LDA + ra, in_a))
         a_slots, a_sts = ea.shape[0], 0
+    if g.b_pair_swap:
+        # rung 09: B element by element (4-byte cp.async, zero-filled outside B) into pair-swapped positions
+        BE = BK * BN
+        eb = tid[None, :] + NT * np.arange(-(-BE // NT), dtype=np.int64)[:, None]
+        in_eb = real[None, :] & (eb < BE)
+        rbe, cbe = eb // BN, eb % BN
+
+        def b_cp_fn(rv, cv, kv):
+            return rbe * N + cbe, in_eb & (rbe < kv) & (cbe < cv)
+
+        globs.append(_Global("B", "ld", 1, frozenset("kn"), b_cp_fn))
+        shared.append(_Shared("st", 1, BK * LDA + rbe * BN + (cbe ^ 1), in_eb))
+        b_slots = eb.shape[0]
     B4 = BK * BN // 4
     ib = tid[None, :] + NT * np.arange(-(-B4 // NT), dtype=np.int64)[:, None]
     in_b = real[None, :] & (ib < B4)
@@ -905,13 +923,15 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
         act = (in_b & ~vec & (rb < kv))[:, None, :] & ((cb[:, None, :] + e4[None, :, None]) < cv)
         return off.reshape(-1, tpad), act.reshape(-1, tpad)
 
-    globs += [_Global("B", "ld", 4, frozenset("kn"), b_vec_fn), _Global("B", "ld", 1, frozenset("kn"), b_sc_fn)]
-    if async_ and not b_vec:
-        sts_b = (BK * LDA + (rb * BN + cb)[:, None, :] + e4[None, :, None]).reshape(-1, tpad)
-        act_b = np.broadcast_to(in_b[:, None, :], (in_b.shape[0], 4, tpad)).reshape(-1, tpad)
-        shared.append(_Shared("st", 1, sts_b, act_b))
-    else:
-        shared.append(_Shared("st", 4, BK * LDA + rb * BN + cb, in_b))
+    if not g.b_pair_swap:
+        globs += [_Global("B", "ld", 4, frozenset("kn"), b_vec_fn), _Global("B", "ld", 1, frozenset("kn"), b_sc_fn)]
+        b_slots = ib.shape[0]
+        if async_ and not b_vec:
+            sts_b = (BK * LDA + (rb * BN + cb)[:, None, :] + e4[None, :, None]).reshape(-1, tpad)
+            act_b = np.broadcast_to(in_b[:, None, :], (in_b.shape[0], 4, tpad)).reshape(-1, tpad)
+            shared.append(_Shared("st", 1, sts_b, act_b))
+        else:
+            shared.append(_Shared("st", 4, BK * LDA + rb * BN + cb, in_b))
     # inner loop: LDS.128 fragments (weights from the load plan)
     warp, lane = tid // WARP_SIZE, tid % WARP_SIZE
     wr, wc = warp // (BN // WN), warp % (BN // WN)
@@ -944,7 +964,6 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     slices = tuple(k_slices(cfg, K))
     live = sum(1 for b, e in slices if e > b)
     bars = (lambda T: T) if async_ else (lambda T: T + 1)
-    b_slots = ib.shape[0]
     return _Kernel(NT, tpad, BM, BN, BK, globs, shared, BK * g.TM * g.TN, bars,
                    ldg_slots=(a_slots + (b_slots if async_ else 5 * b_slots)) if async_ else 5 * (a_slots + b_slots),
                    sts_slots=a_sts + (0 if async_ else b_slots), one_d_grid=True, c_store_repeats=live,
@@ -967,7 +986,7 @@ def pipeline_depth(cfg: KernelConfig) -> dict:
     STAGES - 1, by cp.async), ``register_staged`` (the loads pass through registers: the thread must
     store them after they land) and ``async_copy``."""
     g = geometry(cfg)
-    if cfg.rung == 8:
+    if g.async_copy:
         return {"stages": g.stages, "tiles_in_flight": g.stages - 1, "register_staged": False, "async_copy": True}
     if cfg.rung in (6, 7):
         return {"stages": 2, "tiles_in_flight": 1, "register_staged": True, "async_copy": False}

@@ -1,4 +1,4 @@
-"""Rungs 07 (warp tiling) and 08 (cp.async pipeline): registry rules, launch order, K slices, the simulator's
+"""Rungs 07 (warp tiling), 08 (cp.async pipeline) and 09 (bank-aware operands): registry rules, launch order, K slices, the simulator's
 index maps and the sweeps. No GPU needed (the GPU tests are tests/gpu/test_warptile_gpu.py)."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ CLASSIC7 = KernelConfig.parse("07:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,
 
 def cfg(rung=7, **kw) -> KernelConfig:
     p = dict(CLASSIC7.p)
-    if rung == 8:
+    if rung in (8, 9):
         p["STAGES"] = 3
     p.update(kw)
     return KernelConfig.make(rung, **p)
@@ -46,10 +46,14 @@ def test_geometry_of_the_classic_config() -> None:
 
 
 def test_the_source_agrees_with_the_registry() -> None:
-    for f in ("07_warptile.cu", "08_async_pipeline.cu"):
+    for f in ("07_warptile.cu", "08_async_pipeline.cu", "09_bank_aware.cu"):
         src = (KDIR / f).read_text()
         assert "LDA = BM + 4" in src and "grid = (gm*gn, 1, SPLITK)" in src or "grid (gm*gn, 1, SPLITK)" in src
     assert re.search(r"#error .*8\.0 or newer", (KDIR / "08_async_pipeline.cu").read_text())
+    src9 = (KDIR / "09_bank_aware.cu").read_text()
+    assert re.search(r"#error .*8\.0 or newer", src9)
+    # the pair-swapped B store and the swapped fragment read, as the CONTRACT (and the simulator) say
+    assert "&Bs[r * BN + (c ^ 1)]" in src9 and "fb[kk & 1][wj * TN + j + 1] = b.x" in src9
 
 
 @pytest.mark.parametrize("kw, lim", [
@@ -73,8 +77,10 @@ def test_stages_and_arch_rules() -> None:
     turing = dataclasses.replace(load_gpu("rtx4060"), cc_major=7, cc_minor=5)
     bad = violations(cfg(8), turing)
     assert [r.limit for r, _ in bad] == ["async_copy_arch"] and "8.0 or newer" in bad[0][1]
+    assert [r.limit for r, _ in violations(cfg(9), turing)] == ["async_copy_arch"]
+    assert limit(cfg(9, STAGES=5)) == "pipeline_stages" and limit(cfg(9, WM=48)) == "warp_tile_divides_block"
     assert violations(cfg(7), turing) == []
-    assert all(violations(c, H200) == [] for c in classic_configs([7, 8]))
+    assert all(violations(c, H200) == [] for c in classic_configs([7, 8, 9]))
 
 
 @pytest.mark.parametrize("swz", [1, 2, 3, 8])
@@ -113,7 +119,8 @@ def test_k_slices_cover_k_in_whole_tiles(K, S) -> None:
 
 
 def test_simulated_shared_accesses_are_conflict_free() -> None:
-    for c in classic_configs([7, 8]) + [cfg(BK=8), cfg(BM=64, BN=128, WM=32, WN=64), cfg(8, BK=32)]:
+    for c in classic_configs([7, 8, 9]) + [cfg(BK=8), cfg(BM=64, BN=128, WM=32, WN=64), cfg(8, BK=32), cfg(9),
+                                           cfg(9, BK=32)]:
         s = simulate(c, 2048, 2048, 2048)
         assert s.lds_bank_conflicts == 0 and s.sts_bank_conflicts == 0, c.label
         assert s.ffma_thread == 2048 ** 3
@@ -132,6 +139,24 @@ def test_async_copies_count_as_global_loads_and_shared_stores() -> None:
     assert pipeline_depth(cfg(8, STAGES=4))["tiles_in_flight"] == 3
     assert pipeline_depth(CLASSIC7) == {"stages": 2, "tiles_in_flight": 1, "register_staged": True,
                                        "async_copy": False}
+
+
+def test_bank_aware_copies_b_element_by_element_into_swapped_pairs() -> None:
+    """Rung 09 copies B with 4-byte cp.async (one per element, a warp 128 contiguous bytes) where rung 08
+    uses 16-byte ones: the same sectors, four times the copy instructions, and conflict-free shared stores
+    (c ^ 1 keeps the 32 lanes of a warp in 32 banks); the inner loop's shared loads do not change."""
+    c8, c9 = cfg(8), cfg(9)
+    s8, s9 = simulate(c8, 1024, 1024, 1024), simulate(c9, 1024, 1024, 1024)
+    assert geometry(c9).b_pair_swap and not geometry(c8).b_pair_swap and geometry(c9).async_copy
+    assert s9.gld_sectors == s8.gld_sectors and s9.lds_wavefronts == s8.lds_wavefronts
+    b_copies8 = 16 * 128 // 4 // 32            # per block and tile: B float4s / 32 lanes = warp instructions
+    assert s9.per_block_iteration.gld_requests - s8.per_block_iteration.gld_requests == 3 * b_copies8
+    assert s9.sts_bank_conflicts == 0 and s9.per_block_iteration.sts_wavefronts == s8.per_block_iteration.sts_wavefronts
+    # N % 4 != 0: rung 08 copies B by 4-byte elements too, but its lanes stride 16 bytes
+    # (each of the 4 copies of a float4 touches all its sectors) where rung 09's lanes read 128 contiguous bytes
+    o8, o9 = simulate(c8, 130, 77, 33), simulate(c9, 130, 77, 33)
+    assert o9.gld_requests <= o8.gld_requests and o9.gld_sectors < o8.gld_sectors   # (warps with no live lane skip)
+    assert pipeline_depth(cfg(9, STAGES=4))["tiles_in_flight"] == 3
 
 
 def test_split_k_counts() -> None:
