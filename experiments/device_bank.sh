@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on the H200 (third session of 2026-11-30, issue 9) that measures what had its predictions committed
 # first (experiments/predictions/bank.jsonl, ladder_09.jsonl):
+#   0. the GPU tests of rung 09 (awkward sizes, misaligned pointers, occupancy against the driver)
 #   1. sweep bank: rung 09 (bank-aware operands) and rung 08 at the same geometries, the issue-9 sizes
 #   2. the ladder's rung 09 rows: the sweep resumes from the shipped ladder.jsonl, so only the new rows run
 #      (cuBLAS timed again in this run at each of their sizes)
@@ -19,6 +20,9 @@ pack() { tar -C /tmp -czf "$OUT/bank.tar.gz" bank; }
 trap pack EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv > "$F/smi.txt" 2>&1
 cp experiments/results/h200/ladder.jsonl "$F/ladder.jsonl"
+echo "== GPU tests of rungs 07-09 ($((SECONDS - t0)) s)"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_warptile_gpu.py -k "09 or rungs_08_09" >"$F/gpu_tests.log" 2>&1
+echo "gpu tests exit $?"; tail -n 3 "$F/gpu_tests.log"
 for s in ${SWEEPS-bank ladder}; do
   echo "== $s ($((SECONDS - t0)) s)"
   timeout 300 python3 -m experiments.sweep "$s" --out "$F/$s.jsonl" --time-limit 260 >"$F/$s.log" 2>&1
