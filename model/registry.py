@@ -53,7 +53,7 @@ class Rung:
 
 
 KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf", 7: "warptile", 8: "async",
-                 9: "bank"}
+                 9: "bank", 10: "lean"}
 
 _REG = ("BM", "BN", "BK", "TM", "TN")
 # Warp tiling (rungs 07, 08): block tile, warp tile, WNITER sub-tiles along N per warp, the TM x TN step of a
@@ -68,6 +68,9 @@ _SIBOEHM_10 = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 4, 
 # rung 09's classic: 256 threads, a thread computes 16 x 8 (2 x 8 x 2 x 4), the shape whose FFMAs the bank-aware
 # layout serves best (tools/bank_conflicts.py: 0.10 extra register reads per FFMA, against 0.97 in rung 08)
 _BANK_CLASSIC = {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4,
+                 "SWZ": 1, "SPLITK": 1}
+# rung 10's classic: rung 08's fastest geometry on the H200 (bank sweep, 2026-11-30: 45.8 TFLOP/s at 8192^3)
+_LEAN_CLASSIC = {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4,
                  "SWZ": 1, "SPLITK": 1}
 ASYNC_MIN_CC = 8   # cp.async: compute capability 8.0 (Ampere) and newer
 
@@ -122,6 +125,13 @@ RUNGS: dict[int, Rung] = {
              "Rung 08 with the FFMA operands laid out for the register file's two banks: B's tile stored "
              "pair-swapped in shared memory (4-byte cp.async), so that B and the accumulator of every FFMA "
              "sit in different banks, and the FFMAs of a k step in serpentine order for the reuse cache."),
+        Rung(10, "lean_pipeline", "branch-free pipeline", _WARP + ("STAGES",),
+             (dict(_LEAN_CLASSIC, STAGES=3),),
+             "#bcbd22",
+             "Rung 08 with a branch-free K loop: each thread's copies planned once per block (source pointers, "
+             "shared offsets, bounds folded into one compare per copy), a tile past the slice zero-filled "
+             "instead of skipped, B's vector path chosen once per block, so the compiler can interleave the "
+             "copies with the FFMAs."),
     )
 }
 
@@ -268,7 +278,9 @@ class Geometry:
     ``async_copy``: tiles reach shared memory by cp.async (no register staging); ``stages``: shared
     buffers; ``a_row_pad``: floats of padding per row of the transposed A tile in shared memory;
     ``b_pair_swap``: B's tile is copied element by element (4-byte cp.async) into pair-swapped positions
-    (column c at c ^ 1), the register-bank-aware layout of rung 09.
+    (column c at c ^ 1), the register-bank-aware layout of rung 09; ``b_element_fallback``: off the vector path
+    (N % 4 != 0), B is copied element by element with a warp on 32 consecutive floats (rung 10), not as the
+    four floats of each thread's float4 (rung 08).
     """
 
     BM: int
@@ -290,6 +302,7 @@ class Geometry:
     async_copy: bool = False
     a_row_pad: int = 0
     b_pair_swap: bool = False
+    b_element_fallback: bool = False
 
     @property
     def smem_bytes(self) -> int:
@@ -324,9 +337,10 @@ def geometry(cfg: KernelConfig) -> Geometry:
                     stages * (bm * bk + bk * bn) * BYTES_PER_ELEMENT, stages, True)
 
 
-WARP_TILED = (7, 8, 9)
-ASYNC_RUNGS = (8, 9)          # tiles copied by cp.async
+WARP_TILED = (7, 8, 9, 10)
+ASYNC_RUNGS = (8, 9, 10)         # tiles copied by cp.async
 PAIR_SWAPPED_B = (9,)         # B stored pair-swapped in shared memory by 4-byte copies (rung 09)
+ELEMENT_FALLBACK_B = (10,)    # off B's vector path, one 4-byte copy per element, a warp on 32 consecutive floats
 A_ROW_PAD = 4   # rungs 07/08: AsT rows of BM + 4 floats (16-byte aligned, conflict-free transposed stores)
 
 
@@ -348,7 +362,7 @@ def _warp_geometry(cfg: KernelConfig) -> Geometry:
     return Geometry(bm, bn, bk, wmi * p["TM"], wni * p["TN"], threads, (threads, 1, 1), 0, smem, stages, True,
                     warp_tile=(p["WM"], p["WN"]), warp_iters=(wmi, wni), thread_step=(p["TM"], p["TN"]),
                     swizzle_group=p["SWZ"], split_k=p["SPLITK"], async_copy=cfg.rung in ASYNC_RUNGS, a_row_pad=A_ROW_PAD,
-                    b_pair_swap=cfg.rung in PAIR_SWAPPED_B)
+                    b_pair_swap=cfg.rung in PAIR_SWAPPED_B, b_element_fallback=cfg.rung in ELEMENT_FALLBACK_B)
 
 
 def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
@@ -434,7 +448,7 @@ class Rule:
     limit: str          # name of the limit, reported in ConfigError.limit
     expr: str           # Python expression that must hold
     why: str            # one line: what breaks otherwise
-    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
     needs_gpu: bool = False
 
 
@@ -460,7 +474,7 @@ RULES: tuple[Rule, ...] = (
     Rule("pipeline_stages", "2 <= STAGES <= 4", "the cp.async pipeline has 2, 3 or 4 shared-memory stages",
          rungs=ASYNC_RUNGS),
     Rule("async_copy_arch", f"gpu.cc_major >= {ASYNC_MIN_CC}",
-         "cp.async (rungs 08, 09) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
+         "cp.async (rungs 08-10) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
          needs_gpu=True),
     Rule("threads_per_block", "threads <= 1024", "CUDA allows at most 1024 threads per block"),
     Rule("warp_multiple", "threads % 32 == 0",

@@ -661,7 +661,7 @@ def _describe(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) 
         return _tiled_float4(cfg, M, N, K, plan)
     if r in WARP_TILED:
         return _warp_tiled(cfg, M, N, K, plan)
-    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-09 (cuBLAS has no index maps)", limit="rung")
+    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-10 (cuBLAS has no index maps)", limit="rung")
 
 
 def _naive(cfg: KernelConfig, M: int, N: int, K: int) -> _Kernel:
@@ -813,9 +813,9 @@ def _tiled_float4(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | No
 
 
 def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) -> _Kernel:
-    """Rungs 07 (warp tiling, register-staged tile loads), 08 (cp.async pipeline) and 09 (rung 08 with
-    bank-aware operands): the index maps of the CONTRACT blocks of ``gpu/kernels/07_warptile.cu``,
-    ``08_async_pipeline.cu`` and ``09_bank_aware.cu``.
+    """Rungs 07 (warp tiling, register-staged tile loads), 08 (cp.async pipeline), 09 (rung 08 with
+    bank-aware operands) and 10 (rung 08, branch-free loop): the index maps of the CONTRACT blocks of
+    ``gpu/kernels/07_warptile.cu``, ``08_async_pipeline.cu``, ``09_bank_aware.cu`` and ``10_lean_pipeline.cu``.
 
     * Warp-level layout: warp ``w`` owns rows ``wr*WM..``, columns ``wc*WN..`` (``wr = w // (BN/WN)``);
       lane ``l`` sits at (``tr``, ``tc``) of :func:`warp_lane_layout` (interleaved by 2). The inner loop's shared loads
@@ -835,6 +835,9 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     * Rung 09 (``b_pair_swap``): A as rung 08; B element by element (``r = e // BN``, ``c = e % BN``), 4-byte
       copies into ``Bs[r*BN + (c ^ 1)]`` (a warp reads 128 contiguous bytes and writes 32 banks). The inner
       loop's LDS.128 addresses are rung 08's (only the contents are permuted).
+    * Rung 10 (``b_element_fallback``): rung 08's copies, except off B's vector path (N % 4 != 0), where B is
+      copied as rung 09 copies it, unswapped (``Bs[r*BN + c]``). Its zero-filled copies of tiles past the
+      slice touch no global sector and are not counted (they are real LDGSTS instructions: the SASS mix has them).
     * Out-of-range elements: rung 07 predicates them off (zero in registers); rung 08 copies with
       src-size 0 (zero-fill): no global sector is touched, the shared store still happens.
     * C: as rung 06 (STG.128 / guarded scalars); with SPLITK > 1 scalar atomic adds (RED) of every element,
@@ -892,8 +895,11 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
         globs.append(_Global("A", "ld", 1, frozenset("mk"), a_cp_fn))
         shared.append(_Shared("st", 1, ca * LDA + ra, in_a))
         a_slots, a_sts = ea.shape[0], 0
-    if g.b_pair_swap:
-        # rung 09: B element by element (4-byte cp.async, zero-filled outside B) into pair-swapped positions
+    by_element = g.b_pair_swap or (g.b_element_fallback and not b_vec)
+    if by_element:
+        # rung 09: B element by element (4-byte cp.async, zero-filled outside B) into pair-swapped positions;
+        # rung 10 off the vector path: the same walk, unswapped
+        swap = 1 if g.b_pair_swap else 0
         BE = BK * BN
         eb = tid[None, :] + NT * np.arange(-(-BE // NT), dtype=np.int64)[:, None]
         in_eb = real[None, :] & (eb < BE)
@@ -903,7 +909,7 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
             return rbe * N + cbe, in_eb & (rbe < kv) & (cbe < cv)
 
         globs.append(_Global("B", "ld", 1, frozenset("kn"), b_cp_fn))
-        shared.append(_Shared("st", 1, BK * LDA + rbe * BN + (cbe ^ 1), in_eb))
+        shared.append(_Shared("st", 1, BK * LDA + rbe * BN + (cbe ^ swap), in_eb))
         b_slots = eb.shape[0]
     B4 = BK * BN // 4
     ib = tid[None, :] + NT * np.arange(-(-B4 // NT), dtype=np.int64)[:, None]
@@ -923,7 +929,7 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
         act = (in_b & ~vec & (rb < kv))[:, None, :] & ((cb[:, None, :] + e4[None, :, None]) < cv)
         return off.reshape(-1, tpad), act.reshape(-1, tpad)
 
-    if not g.b_pair_swap:
+    if not by_element:
         globs += [_Global("B", "ld", 4, frozenset("kn"), b_vec_fn), _Global("B", "ld", 1, frozenset("kn"), b_sc_fn)]
         b_slots = ib.shape[0]
         if async_ and not b_vec:

@@ -55,13 +55,14 @@ def limit_of(cfg: KernelConfig, gpu=None) -> str:
 
 
 def test_ladder_numbers_and_names() -> None:
-    assert sorted(RUNGS) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
-    assert [RUNGS[i].slug for i in range(10)] == [
+    assert sorted(RUNGS) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    assert [RUNGS[i].slug for i in range(11)] == [
         "cublas", "naive", "smem_tiling", "reg1d", "reg2d", "float4", "double_buffer", "warptile",
-        "async_pipeline", "bank_aware"]
+        "async_pipeline", "bank_aware", "lean_pipeline"]
     assert RUNGS[7].file == "07_warptile.cu" and RUNGS[7].kernel == "sgemm_07_warptile"
     assert RUNGS[8].file == "08_async_pipeline.cu" and RUNGS[8].kernel == "sgemm_08_async"
     assert RUNGS[9].file == "09_bank_aware.cu" and RUNGS[9].kernel == "sgemm_09_bank"
+    assert RUNGS[10].file == "10_lean_pipeline.cu" and RUNGS[10].kernel == "sgemm_10_lean"
     assert RUNGS[0].file is None and RUNGS[0].kernel is None
     assert RUNGS[4].file == "04_reg2d.cu" and RUNGS[4].kernel == "sgemm_04_reg2d"
     assert RUNGS[6].file == "06_double_buffer.cu" and RUNGS[6].kernel == "sgemm_06_dbuf"
@@ -79,7 +80,7 @@ def test_rung_lookup_by_kernel_suffix() -> None:
     assert rung("cublas").number == 0
 
 
-@pytest.mark.parametrize("name", [10, -1, "10", "nope", ""])
+@pytest.mark.parametrize("name", [11, -1, "11", "nope", ""])
 def test_unknown_rung(name) -> None:
     with pytest.raises(ConfigError) as ei:
         rung(name)
@@ -425,9 +426,9 @@ def test_validate_size_ok() -> None:
 
 def test_classic_configs() -> None:
     cs = classic_configs()
-    # 1 cuBLAS + 3 naive + 3 smem + 1 each for rungs 03..06 + 2 warp tiling + 1 cp.async + 1 bank-aware = 15,
+    # 1 cuBLAS + 3 naive + 3 smem + 1 each for rungs 03..06 + 2 warp tiling + 1 each for rungs 08..10 = 16,
     # in ladder order
-    assert len(cs) == 15
+    assert len(cs) == 16
     assert [c.rung for c in cs] == sorted(c.rung for c in cs)
     assert [c.key for c in classic_configs([4, 5])] == [
         "04:BM=128,BN=128,BK=8,TM=8,TN=8", "05:BM=128,BN=128,BK=8,TM=8,TN=8"]

@@ -42,7 +42,7 @@ def test_bad_input_exits_2(capsys) -> None:
     assert tu.main(["--size", "64", "64", "64", "--rungs", "9", "--dry-run"]) == 2      # no default grid
     assert "no default grid" in capsys.readouterr().err
     assert tu.main(["--size", "0", "64", "64", "--dry-run"]) == 2
-    assert tu.main(["--size", "64", "64", "64", "--rungs", "10", "--dry-run"]) == 2
+    assert tu.main(["--size", "64", "64", "64", "--rungs", "11", "--dry-run"]) == 2
     assert tu.main(["--size", "64", "64", "64", "--budget", "0", "--dry-run"]) == 2
     assert tu.main(["--size", "64", "64", "64", "--rungs", "0", "--dry-run"]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Rungs 07 (warp tiling), 08 (cp.async pipeline) and 09 (bank-aware operands): registry rules, launch order, K slices, the simulator's
+"""Rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands) and 10 (branch-free pipeline): registry rules, launch order, K slices, the simulator's
 index maps and the sweeps. No GPU needed (the GPU tests are tests/gpu/test_warptile_gpu.py)."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ CLASSIC7 = KernelConfig.parse("07:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,
 
 def cfg(rung=7, **kw) -> KernelConfig:
     p = dict(CLASSIC7.p)
-    if rung in (8, 9):
+    if rung in (8, 9, 10):
         p["STAGES"] = 3
     p.update(kw)
     return KernelConfig.make(rung, **p)
@@ -46,7 +46,7 @@ def test_geometry_of_the_classic_config() -> None:
 
 
 def test_the_source_agrees_with_the_registry() -> None:
-    for f in ("07_warptile.cu", "08_async_pipeline.cu", "09_bank_aware.cu"):
+    for f in ("07_warptile.cu", "08_async_pipeline.cu", "09_bank_aware.cu", "10_lean_pipeline.cu"):
         src = (KDIR / f).read_text()
         assert "LDA = BM + 4" in src and "grid = (gm*gn, 1, SPLITK)" in src or "grid (gm*gn, 1, SPLITK)" in src
     assert re.search(r"#error .*8\.0 or newer", (KDIR / "08_async_pipeline.cu").read_text())
@@ -54,6 +54,11 @@ def test_the_source_agrees_with_the_registry() -> None:
     assert re.search(r"#error .*8\.0 or newer", src9)
     # the pair-swapped B store and the swapped fragment read, as the CONTRACT (and the simulator) say
     assert "&Bs[r * BN + (c ^ 1)]" in src9 and "fb[kk & 1][wj * TN + j + 1] = b.x" in src9
+    src10 = (KDIR / "10_lean_pipeline.cu").read_text()
+    assert re.search(r"#error .*8\.0 or newer", src10) and "bDst[it] = BK * LDA + r * BN + c" in src10
+    # the loop issues its copies without a branch: no `if` between the barrier and the commit
+    loop = src10[src10.index("for (int t = 0; t < numTiles; ++t)"):src10.index("sgemm_10_wait<0>();")]
+    assert "if (" not in loop and "if(" not in loop
 
 
 @pytest.mark.parametrize("kw, lim", [
@@ -78,9 +83,10 @@ def test_stages_and_arch_rules() -> None:
     bad = violations(cfg(8), turing)
     assert [r.limit for r, _ in bad] == ["async_copy_arch"] and "8.0 or newer" in bad[0][1]
     assert [r.limit for r, _ in violations(cfg(9), turing)] == ["async_copy_arch"]
+    assert [r.limit for r, _ in violations(cfg(10), turing)] == ["async_copy_arch"]
     assert limit(cfg(9, STAGES=5)) == "pipeline_stages" and limit(cfg(9, WM=48)) == "warp_tile_divides_block"
     assert violations(cfg(7), turing) == []
-    assert all(violations(c, H200) == [] for c in classic_configs([7, 8, 9]))
+    assert all(violations(c, H200) == [] for c in classic_configs([7, 8, 9, 10]))
 
 
 @pytest.mark.parametrize("swz", [1, 2, 3, 8])
@@ -119,8 +125,8 @@ def test_k_slices_cover_k_in_whole_tiles(K, S) -> None:
 
 
 def test_simulated_shared_accesses_are_conflict_free() -> None:
-    for c in classic_configs([7, 8, 9]) + [cfg(BK=8), cfg(BM=64, BN=128, WM=32, WN=64), cfg(8, BK=32), cfg(9),
-                                           cfg(9, BK=32)]:
+    for c in classic_configs([7, 8, 9, 10]) + [cfg(BK=8), cfg(BM=64, BN=128, WM=32, WN=64), cfg(8, BK=32), cfg(9),
+                                               cfg(9, BK=32), cfg(10), cfg(10, BK=32)]:
         s = simulate(c, 2048, 2048, 2048)
         assert s.lds_bank_conflicts == 0 and s.sts_bank_conflicts == 0, c.label
         assert s.ffma_thread == 2048 ** 3
@@ -157,6 +163,17 @@ def test_bank_aware_copies_b_element_by_element_into_swapped_pairs() -> None:
     o8, o9 = simulate(c8, 130, 77, 33), simulate(c9, 130, 77, 33)
     assert o9.gld_requests <= o8.gld_requests and o9.gld_sectors < o8.gld_sectors   # (warps with no live lane skip)
     assert pipeline_depth(cfg(9, STAGES=4))["tiles_in_flight"] == 3
+
+
+def test_lean_pipeline_counts_as_rung_08_on_the_vector_path() -> None:
+    """Rung 10 reads and writes what rung 08 does where B takes 16-byte copies; off that path (N % 4 != 0) it
+    copies B by element with a warp on 32 consecutive floats: fewer sectors, conflict-free shared stores."""
+    for size in [(1024, 1024, 1024), (1000, 1004, 77), (130, 80, 33)]:
+        a, b = simulate(cfg(8), *size), simulate(cfg(10), *size)
+        assert dataclasses.astuple(a)[1:] == dataclasses.astuple(b)[1:], size
+    o8, o10 = simulate(cfg(8), 130, 77, 33), simulate(cfg(10), 130, 77, 33)
+    assert o10.gld_sectors < o8.gld_sectors and o10.sts_bank_conflicts == 0 < o8.sts_bank_conflicts
+    assert geometry(cfg(10)).b_element_fallback and not geometry(cfg(10)).b_pair_swap
 
 
 def test_split_k_counts() -> None:

@@ -1,22 +1,26 @@
-"""Register-bank conflicts of the FFMAs in a kernel's SASS (a diagnostic for issue 8/9; not yet in the model).
+"""Register-bank conflicts of the FFMAs in a kernel's SASS (issues 8/9; the timing model charges them through
+``loop_bank_conflicts`` in the compiler facts).
 
     python -m tools.bank_conflicts KEY [KEY ...] [--arch sm_90]
     python -m tools.bank_conflicts --against PREDICTIONS RESULTS [--min-size 2048]
 
-Volta and later read FFMA operands from a register file of two banks (register index mod 2), with an
-operand reuse cache: an operand slot marked ``.reuse`` on one instruction is served from the cache for
-the same slot of the next (Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via
-Microbenchmarking", section on register banks; the maxas SGEMM notes). Distinct source registers of one
-FFMA that are not cache hits and fall in the same bank cost one extra read cycle each: this counts them,
-per FFMA, over every FFMA of the kernel (the main loop holds all of them in the ladder's tiled kernels).
+Volta and later read FFMA operands from a register file of two banks (register index mod 2), each 64 bits
+wide, with an operand reuse cache: an operand slot marked ``.reuse`` on one instruction is served from the
+cache for the same slot of the next (Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via
+Microbenchmarking", register banks; the maxas SGEMM notes). As we read Jia et al., a 64-bit bank serves two
+32-bit operands a cycle, so an FFMA pays an extra read cycle only when all three of its source registers
+that the reuse cache does not serve are distinct and sit in one bank. :func:`ffma_conflicts` counts those
+FFMAs (rule ``"three"``, the one the facts store); rule ``"pairs"`` counts every second distinct operand in a
+bank (k - 1 per bank holding k), the stricter reading this tool used first.
 
-Why it matters (2026-11-30, H200): Nsight Compute at 4096^3 shows our fastest rung-08 kernel losing 0.30
-cycles per issued instruction to dispatch stalls against cuBLAS's 0.10, at the same instruction count and
-residency; this count gives 0.33 per FFMA for that loop. On the ``warptile2`` sweep (48 configs, sizes >=
-2048, not split-K) the measured / predicted ratio of each config falls with its conflicts per FFMA
-(Pearson -0.65): ``--against`` reproduces that. Each conflict costing one issue cycle explains the ratio
-between the low-conflict (0.38-0.49 per FFMA) and high-conflict (0.76-0.84) configs (0.79 measured, 0.79
-from 1 / (1 + 0.88 c)); the timing model does not charge it yet.
+Measured on the H200 (2026-11-30, experiments/results/h200/bank.jsonl and logs/bank-2026-11-30/): rung 09,
+which removes nearly every same-bank pair (``pairs`` 0.10 per FFMA against 0.87-1.0 for rung 08 at the same
+geometry), issues 1.6 % more instructions per cycle than rung 08 (Nsight Compute at 4096^3: dispatch stalls
+0.17 against 0.24 per instruction) but executes 7 % more instructions: under ``pairs`` each conflict would
+cost 0.02 cycles, under ``three`` (0.06-0.07 per FFMA in rung 08, 0 in rung 09) about a quarter of a cycle,
+what one cycle of delay partly hidden by the block's other warp on the scheduler gives (the timing model's
+``_bank_delay``). The first reading (``pairs``, with a Pearson -0.65 against warptile2's measured/predicted
+ratios) was confounded by the geometry.
 
 Needs requirements-facts.txt (NVRTC, nvdisasm), like tools.compiler_facts.
 """
@@ -35,11 +39,17 @@ from typing import Iterable, Sequence
 _REG = re.compile(r"^-?\|?(R\d+)\|?(\.reuse)?")
 
 
-def ffma_conflicts(instrs: Iterable) -> tuple[int, int]:
+RULES = ("three", "pairs")
+
+
+def ffma_conflicts(instrs: Iterable, rule: str = "three") -> tuple[int, int]:
     """(FFMAs, extra register-bank reads) over ``instrs`` (``tools.compiler_facts.Instr`` in program order):
     for each FFMA, the distinct source registers that the reuse cache does not serve (slot s is served when
-    the previous instruction marked the same register ``.reuse`` in slot s), grouped by bank (index mod 2);
-    a bank holding k of them costs k - 1 extra reads."""
+    the previous instruction marked the same register ``.reuse`` in slot s), grouped by bank (index mod 2).
+    ``rule="three"``: one extra read when three of them sit in one bank (a 64-bit bank serves two);
+    ``rule="pairs"``: a bank holding k of them costs k - 1 extra reads."""
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r} ({', '.join(RULES)})")
     prev: dict[int, str] = {}
     n = extra = 0
     for ins in instrs:
@@ -57,7 +67,10 @@ def ffma_conflicts(instrs: Iterable) -> tuple[int, int]:
                 if prev.get(slot) != r:
                     regs.add(int(r[1:]))
             banks = Counter(r % 2 for r in regs)
-            extra += sum(max(0, k - 1) for k in banks.values())
+            if rule == "pairs":
+                extra += sum(max(0, k - 1) for k in banks.values())
+            else:
+                extra += int(any(k >= 3 for k in banks.values()))
             n += 1
         else:
             for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
@@ -68,7 +81,7 @@ def ffma_conflicts(instrs: Iterable) -> tuple[int, int]:
     return n, extra
 
 
-def conflicts_per_ffma(key: str, arch: str = "sm_90") -> float:
+def conflicts_per_ffma(key: str, arch: str = "sm_90", rule: str = "three") -> float:
     """Extra register-bank reads per FFMA of config ``key``, compiled as CuPy compiles it (NVRTC)."""
     from model.registry import KernelConfig
     from tools import compiler_facts as cf
@@ -81,12 +94,13 @@ def conflicts_per_ffma(key: str, arch: str = "sm_90") -> float:
     funcs = cf.parse_nvdisasm(text)
     n = extra = 0
     for instrs, _ in funcs.values():
-        a, b = ffma_conflicts(instrs)
+        a, b = ffma_conflicts(instrs, rule)
         n, extra = n + a, extra + b
     return extra / n if n else 0.0
 
 
-def against(pred_path: Path, results_path: Path, min_size: int, arch: str) -> list[tuple[str, float, float]]:
+def against(pred_path: Path, results_path: Path, min_size: int, arch: str,
+            rule: str = "three") -> list[tuple[str, float, float]]:
     """(config, conflicts per FFMA, mean measured / committed-predicted FLOP/s) per config of a sweep."""
     pred = {}
     for line in Path(pred_path).read_text().splitlines():
@@ -102,13 +116,15 @@ def against(pred_path: Path, results_path: Path, min_size: int, arch: str) -> li
         if (r.get("params") or {}).get("SPLITK", 1) > 1 or key not in pred:
             continue
         ratio[key[0]].append(r["flop_per_s"] / pred[key])
-    return [(k, conflicts_per_ffma(k, arch), sum(v) / len(v)) for k, v in sorted(ratio.items())]
+    return [(k, conflicts_per_ffma(k, arch, rule), sum(v) / len(v)) for k, v in sorted(ratio.items())]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.bank_conflicts", description=__doc__.splitlines()[0])
     ap.add_argument("configs", nargs="*", help="config keys")
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--rule", choices=RULES, default="three",
+                    help="three: an FFMA with three uncached operands in one bank (default); pairs: k-1 per bank")
     ap.add_argument("--against", nargs=2, metavar=("PREDICTIONS", "RESULTS"),
                     help="correlate conflicts per FFMA with measured / committed-predicted FLOP/s of a sweep")
     ap.add_argument("--min-size", type=int, default=2048, help="with --against: rows with M, N, K >= this")
@@ -128,10 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {p}: no such file", file=sys.stderr)
             return 2
     for k in a.configs:
-        print(f"{conflicts_per_ffma(k, a.arch):.3f}  {k}")
+        print(f"{conflicts_per_ffma(k, a.arch, a.rule):.3f}  {k}")
     if a.against:
         import numpy as np
-        rows = against(Path(a.against[0]), Path(a.against[1]), a.min_size, a.arch)
+        rows = against(Path(a.against[0]), Path(a.against[1]), a.min_size, a.arch, a.rule)
         for k, c, r in rows:
             print(f"{c:.3f}  measured/predicted {r:.3f}  {k}")
         x, y = np.array([c for _, c, _ in rows]), np.array([r for _, _, r in rows])

@@ -40,7 +40,7 @@ R456 = [
     (128, 64, 8, 8, 8), (256, 128, 8, 8, 8), (32, 32, 8, 4, 4), (256, 256, 32, 16, 8),
     (128, 128, 32, 8, 8), (64, 64, 16, 4, 4),
 ]
-# (BM, BN, BK, WM, WN, WNITER, TM, TN, SWZ, SPLITK) of rungs 07-09 (+ STAGES for 08, 09)
+# (BM, BN, BK, WM, WN, WNITER, TM, TN, SWZ, SPLITK) of rungs 07-10 (+ STAGES for 08-10)
 R78 = [
     (128, 128, 16, 64, 32, 2, 4, 4, 1, 1), (128, 128, 8, 64, 32, 2, 4, 4, 1, 1),
     (128, 128, 16, 32, 64, 2, 4, 4, 1, 1), (128, 128, 16, 64, 64, 4, 8, 4, 1, 1),
@@ -60,6 +60,7 @@ RUNGS = [
     ("07_warptile.cu", "sgemm_07_warptile", R78),
     ("08_async_pipeline.cu", "sgemm_08_async", [c + (3,) for c in R78] + [R78[0] + (2,), R78[0] + (4,)]),
     ("09_bank_aware.cu", "sgemm_09_bank", [c + (3,) for c in R78] + [(128, 256, 8, 64, 64, 2, 8, 4, 1, 1, 3)]),
+    ("10_lean_pipeline.cu", "sgemm_10_lean", [c + (3,) for c in R78] + [(128, 256, 8, 64, 64, 2, 4, 4, 1, 1, 3)]),
 ]
 SIG = "(const float*, const float*, float*, int, int, int)"
 
@@ -71,7 +72,7 @@ def threads(kernel, cfg):
         return cfg[0] * cfg[1]
     if kernel.startswith("sgemm_03"):
         return cfg[0] * cfg[1] // cfg[3]
-    if kernel.startswith(("sgemm_07", "sgemm_08", "sgemm_09")):
+    if kernel.startswith(("sgemm_07", "sgemm_08", "sgemm_09", "sgemm_10")):
         return (cfg[0] // cfg[3]) * (cfg[1] // cfg[4]) * 32
     return (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
 
@@ -82,7 +83,7 @@ def dyn_smem(kernel, cfg):
     bm, bn, bk = cfg[:3]
     if kernel.startswith("sgemm_07"):
         return 2 * (bk * (bm + 4) + bk * bn) * 4
-    if kernel.startswith(("sgemm_08", "sgemm_09")):
+    if kernel.startswith(("sgemm_08", "sgemm_09", "sgemm_10")):
         return cfg[10] * (bk * (bm + 4) + bk * bn) * 4
     per = (bm * bk + bk * bn) * 4
     return 2 * per if kernel.startswith("sgemm_06") else per

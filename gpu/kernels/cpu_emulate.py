@@ -17,7 +17,7 @@ Two builds per kernel file:
          misplaced __syncthreads, a double-buffer stage overwritten while
          another thread still reads it, two threads writing one C element)
 
-Rungs 08's and 09's cp.async is emulated (GEMMSCOPE_HOST_EMULATION, see CP_ASYNC below) in two ways, both built:
+Rungs 08-10's cp.async is emulated (GEMMSCOPE_HOST_EMULATION, see CP_ASYNC below) in two ways, both built:
   issue : the copy happens when it is issued (the earliest moment the hardware
           may write): a copy into a stage another thread still reads is a race;
   wait  : the copy happens at the cp.async.wait_group that retires its group
@@ -80,6 +80,10 @@ RUNGS = {
     "09": ("09_bank_aware.cu", "sgemm_09_bank",
            [c + (3,) for c in R78] + [c + (2,) for c in R78[:2]] + [c + (4,) for c in R78[-3:]]
            + [(128, 256, 8, 64, 64, 2, 8, 4, 1, 1, 3), (64, 64, 8, 64, 64, 2, 8, 4, 2, 2, 4)]),
+    # rung 08's configs + its fastest geometry (16 x 8 per thread) at small tiles and split-K
+    "10": ("10_lean_pipeline.cu", "sgemm_10_lean",
+           [c + (3,) for c in R78] + [c + (2,) for c in R78[:2]] + [c + (4,) for c in R78[-3:]]
+           + [(128, 256, 8, 64, 64, 2, 4, 4, 1, 1, 3), (64, 64, 8, 64, 64, 2, 4, 4, 2, 2, 4)]),
 }
 
 PRELUDE = r"""
@@ -140,6 +144,10 @@ template <int PENDING> static inline void sgemm_08_wait() { cp_wait<PENDING>(); 
 static inline void sgemm_09_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
 static inline void sgemm_09_commit() { cp_commit(); }
 template <int PENDING> static inline void sgemm_09_wait() { cp_wait<PENDING>(); }
+static inline void sgemm_10_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
+static inline void sgemm_10_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
+static inline void sgemm_10_commit() { cp_commit(); }
+template <int PENDING> static inline void sgemm_10_wait() { cp_wait<PENDING>(); }
 static void cp_check_drained() {
     if (!g_cp_open.empty()) { fprintf(stderr, "cp.async copies issued but never committed\n"); abort(); }
     for (auto& g : g_cp_groups)
@@ -260,7 +268,7 @@ def shapes_for(rung, cfg):
     else:
         bm, bn, bk = cfg[0], cfg[1], cfg[2]
     extra = []
-    if rung in ("07", "08", "09"):
+    if rung in ("07", "08", "09", "10"):
         extra = [(3 * bm + 1, 2 * bn + 1, bk),       # 4 block rows: a partial swizzle group
                  (bm + 5, bn - 3, 7 * bk + 5),       # K over several slices, tails
                  (2 * bm, bn, 2 * bk - 4)]           # K%4 = 0 tail
@@ -291,10 +299,10 @@ def launch_geometry(rung, cfg, M, N, K):
                ("cdiv(%d,%d)" % (M, bx), "cdiv(%d,%d)" % (N, by))
         return grid, (bx, by), 0
     bm, bn, bk = cfg[:3]
-    if rung in ("07", "08", "09"):
+    if rung in ("07", "08", "09", "10"):
         wm, wn = cfg[3], cfg[4]
         nt = (bm // wm) * (bn // wn) * 32
-        stages = cfg[10] if rung in ("08", "09") else 2
+        stages = cfg[10] if rung in ("08", "09", "10") else 2
         dyn = stages * (bk * (bm + 4) + bk * bn) * 4
         return ("cdiv(%d,%d)*cdiv(%d,%d)" % (M, bm, N, bn), "1", str(cfg[9])), (nt, 1), dyn
     grid = ("cdiv(%d,%d)" % (N, bn), "cdiv(%d,%d)" % (M, bm))
@@ -321,7 +329,7 @@ def build_source(rung, cp_at_wait=0):
             for off in offs:
                 geo = launch_geometry(rung, cfg, M, N, K)
                 (gx, gy, gz), (bx, by), dyn = (geo[0] + ("1",))[:3], geo[1], geo[2]
-                zero_c = int(rung in ("07", "08", "09") and cfg[9] > 1)
+                zero_c = int(rung in ("07", "08", "09", "10") and cfg[9] > 1)
                 body.append(
                     '  { dim3 g; g.x=%s; g.y=%s; g.z=%s; dim3 b; b.x=%d; b.y=%d; '
                     'test("%s", &%s, g, b, %d, %d, %d, %d, %d, %d); }'
@@ -350,7 +358,7 @@ def main():
     td = args.keep or tempfile.mkdtemp(prefix="gemmscope_emu_")
     os.makedirs(td, exist_ok=True)
     for rung in rungs:
-        modes = [(0, "issue"), (1, "wait")] if rung in ("08", "09") else [(0, "")]
+        modes = [(0, "issue"), (1, "wait")] if rung in ("08", "09", "10") else [(0, "")]
         for at_wait, mode in modes:
             tag = rung + ("_" + mode if mode else "")
             src = build_source(rung, at_wait)

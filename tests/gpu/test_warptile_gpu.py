@@ -1,5 +1,5 @@
-"""Real-GPU tests of rungs 07 (warp tiling), 08 (cp.async pipeline) and 09 (bank-aware operands), with the block swizzle and split-K
-(skipped, with the reason, without cupy or a CUDA GPU; rungs 08/09 also below compute capability 8.0).
+"""Real-GPU tests of rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands) and 10 (branch-free pipeline), with the block swizzle and split-K
+(skipped, with the reason, without cupy or a CUDA GPU; rungs 08-10 also below compute capability 8.0).
 
 Every config is checked against a float64 reference at awkward sizes (1x1x1, primes, sizes below one tile,
 K not a multiple of 4, K shorter than the split-K slices, 512^3), with 16-byte-misaligned A, B and C
@@ -33,6 +33,9 @@ KEYS = [
     "09:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=2,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=3",
     "09:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=8,SPLITK=1,STAGES=4",
     "09:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=2,TM=4,TN=4,SWZ=3,SPLITK=8,STAGES=2",
+    "10:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3",
+    "10:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=8,SPLITK=1,STAGES=4",
+    "10:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=2,TM=4,TN=4,SWZ=3,SPLITK=8,STAGES=2",
 ]
 CONFIGS = [KernelConfig.parse(k) for k in KEYS]
 FAST = {"reps": 10, "warmup": 1, "max_config_s": 0.5}
@@ -144,13 +147,13 @@ def test_split_k_needs_the_zeroed_output(spec, compiled, problems) -> None:
     assert good.status == "ok", good.reason
 
 
-def test_rungs_08_09_refused_below_sm80(spec) -> None:
+def test_rungs_08_to_10_refused_below_sm80(spec) -> None:
     import dataclasses
 
     from model.errors import ConfigError
     from model.registry import validate
     old = dataclasses.replace(spec, cc_major=7, cc_minor=5)
-    for c in (CONFIGS[6], CONFIGS[-1]):
+    for c in (CONFIGS[6], CONFIGS[-4], CONFIGS[-1]):
         with pytest.raises(ConfigError) as ei:
             validate(c, old)
         assert ei.value.limit == "async_copy_arch"
