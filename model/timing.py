@@ -748,8 +748,15 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
     # operation): one more launch, and C's bytes written through the L2.
     t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
-    lg = np.where(pa.barriers > 0, prm.latency_scale * r.l2_latency_cycles,
-                  _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
+    # The loaded latency a barrier waits for every iteration: latency_scale x the L2 hit latency (the
+    # slowest of many tile lines, queued behind the others), plus DRAM's extra latency in the share of
+    # the tile bytes that miss L2 (f = DRAM read bytes / L2 read bytes: the traffic model's miss ratio).
+    # When one operand streams from DRAM (a skinny M or N: each tile of it is read by one block only),
+    # f -> 1/2 .. 1 and the iteration waits for DRAM; at large square sizes f is small.
+    l2_reads = l2_bytes - 32.0 * pa.store_sectors * blocks
+    f_miss = np.clip(dram_reads / np.maximum(l2_reads, 1.0), 0.0, 1.0)
+    lsync = prm.latency_scale * r.l2_latency_cycles + f_miss * (r.dram_latency_cycles - r.l2_latency_cycles)
+    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     bank = _bank_delay(pa, r)
