@@ -462,6 +462,74 @@ def closed_form_counts(cfg: KernelConfig):
         gst_requests=gst[0], gst_sectors=gst[1])
 
 
+# ==================================================================================================
+# L1 data-stage wavefronts of the global loads, by leading-dimension residue
+# ==================================================================================================
+
+BANK_RESIDUES = 32
+"""Banks of the L1 data array (32 x 4 bytes, the array shared memory uses): a global load's data-stage
+wavefronts depend on the leading dimension only through its residue mod 32 words."""
+
+
+@functools.lru_cache(maxsize=None)
+def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int, res: int) -> int:
+    """Data-stage wavefronts (bank conflicts included) of one block's warp-level global loads of one
+    operand in one iteration, at a leading dimension of residue ``res`` mod 32 words. ``kind``: "tile"
+    (``_tile_load``'s pattern: ``a`` rows of ``b`` vectors of ``vec`` floats), "rows" (the naive kernel's
+    lane rows: lane -> row ``tid % a`` when ``b`` = 0 (threadIdx.x walks the rows), else ``tid // a``;
+    one float each; ``a`` = BX), "cols" (the naive kernel's other operand, lane -> column ``tid % a`` when
+    ``b`` = 1, else ``tid // a``: one row, so no dependence on the residue)."""
+    from .simulate import shared_wavefronts
+    ld = 64 * BANK_RESIDUES + res          # any leading dimension with this residue (rows in different lines)
+    tid, real, tpad = _lanes(threads)
+    if kind == "tile":
+        n = a * b
+        i = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
+        act = real[None, :] & (i < n)
+        off = (i // b) * ld + vec * (i % b)
+    elif kind == "rows":
+        row = tid % a if b == 0 else tid // a
+        off, act = (row * ld)[None], real[None]
+    else:
+        col = tid % a if b else tid // a
+        off, act = col[None], real[None]
+    act = act.reshape(-1, WARP_SIZE)
+    keep = act.any(axis=1)
+    wf, _ = shared_wavefronts(off.reshape(-1, WARP_SIZE)[keep], act[keep], vec, "ld")
+    return int(wf.sum())
+
+
+def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
+    """(2, 32) array: L1 data-stage wavefronts of one block's global loads in one iteration, of A by the
+    residue of K mod 32 (row 0) and of B by the residue of N mod 32 (row 1); None for a rung whose
+    load pattern the closed form does not mirror (the timing model then takes the 128-byte lines).
+
+    The L1 data array has 32 banks of 4 bytes (the array shared memory uses); a global load whose lanes
+    read words of different lines in one bank is split into that many wavefronts - Nsight Compute counts
+    them as ``l1tex__data_bank_conflicts_pipe_lsu_mem_global_op_ld``. Rows of a matrix whose leading
+    dimension is a multiple of 32 words start in the same bank: the naive kernel's column walk over 32
+    rows costs 32 wavefronts; at an odd leading dimension the 32 rows fall in 32 banks: one."""
+    r = cfg.rung
+    if r not in CLOSED_FORM_RUNGS:
+        return None
+    g = geometry(cfg)
+    NT = g.threads
+    if r == 1:
+        p = cfg.p
+        bx, co = p["BX"], p["COALESCED"]
+        # COALESCED: row = tid // BX (A: rows by lane), B by columns; else row = tid % BX
+        a_key = ("rows", NT, bx, 1 if co else 0, 1)
+        b_key = ("cols", NT, bx, 1 if co else 0, 1)
+    elif r in (2, 3, 4):
+        a_key = ("tile", NT, g.BM, g.BK, 1)
+        b_key = ("tile", NT, g.BK, g.BN, 1)
+    else:
+        a_key = ("tile", NT, g.BM, g.BK // 4, 4)
+        b_key = ("tile", NT, g.BK, g.BN // 4, 4)
+    return np.array([[_data_wavefronts(*a_key, q) for q in range(BANK_RESIDUES)],
+                     [_data_wavefronts(*b_key, q) for q in range(BANK_RESIDUES)]], dtype=np.float64)
+
+
 EXTRA_FIELDS = ("k_tile", "store_lines")
 """The :func:`steady_extras` fields :func:`counts_array` serves beside the counts."""
 

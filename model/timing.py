@@ -224,6 +224,14 @@ def rates(gpu) -> Rates:
 # Per-config profile (size-independent counts per block and iteration)
 # --------------------------------------------------------------------------------------------------
 
+_BANK_RESIDUES = 32     # model.counts.BANK_RESIDUES: banks of the L1 data array
+# The L1 tag stage's rate for a global load whose lanes touch many lines: about 3 lines a cycle. No
+# published figure: inferred from the H200 development rows (ladder, edge_dev, edge_val*) of the naive
+# kernel walking A's column at an odd K, where every lane reads its own bank (one data wavefront) and a
+# warp's 32 lines cost ~11 cycles per iteration (at K a multiple of 32 they cost 32: the data stage's
+# 32-way bank conflict; 3 and 4 lines a cycle score within 0.5 % of each other on those rows).
+_L1_TAG_LINES_PER_CYCLE = 3.0
+
 TRACE_GLOBAL = np.arange(0.0, 1601.0, 100.0)    # tools.compiler_facts.TRACE_GLOBAL_LATENCIES
 TRACE_SHARED = np.array([20.0, 40.0])           # tools.compiler_facts.TRACE_SHARED_LATENCIES
 
@@ -252,6 +260,8 @@ class Profile:
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
     local_stores: float = 0.0               # spill stores (STL) per warp and iteration
     bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration
+    global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
+    l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -260,7 +270,8 @@ _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "
 
 
 def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Sequence,
-                     registers: Sequence[int | None] | None) -> dict[str, np.ndarray]:
+                     registers: Sequence[int | None] | None, cfgs: Sequence[KernelConfig] | None = None
+                     ) -> dict[str, np.ndarray]:
     """The profile of many configs as columns (one entry per config): the one definition of the profile,
     used by :func:`profile` (one config) and :func:`_arrays_for` (a whole space).
 
@@ -268,7 +279,9 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     problem of two tiles per dimension, K long enough that rows of A lie in different 128-byte lines, as
     at any real size: :func:`model.counts.probe_size`); ``facts``: the compiler facts of each config or
     None; ``geos``: the geometries; ``registers``: registers asked for per config (None: the facts', else
-    :func:`~model.registry.min_registers`)."""
+    :func:`~model.registry.min_registers`); ``cfgs``: the configs, for the L1 data-stage wavefronts of
+    their global loads by leading-dimension residue (:func:`model.counts.global_load_wavefronts`;
+    without them, or for a pattern it does not know, the 128-byte lines at every residue)."""
     n = len(geos)
     warps = np.maximum(cnt["warps"], 1.0)
     ffma_per_warp_it = cnt["ffma_warp"] / warps
@@ -306,13 +319,22 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
         has_trace[traced] = True
     asked = np.zeros(n, dtype=np.int64) if registers is None else np.array([r or 0 for r in registers], dtype=np.int64)
     regs = np.where(asked != 0, asked, np.where(fregs != 0, fregs, [min_registers(g) for g in geos]))
+    gld_wf = np.zeros((n, 2, _BANK_RESIDUES))
+    gld_wf[:, 0, :] = np.asarray(cnt["gld_lines"], dtype=np.float64)[:, None]
+    has_wf = np.zeros(n, dtype=bool)
+    if cfgs is not None:
+        from .counts import global_load_wavefronts
+        for i, c in enumerate(cfgs):
+            t = global_load_wavefronts(c)
+            if t is not None:
+                gld_wf[i], has_wf[i] = t, True
     return {"warps": cnt["warps"], "k_tile": cnt["k_tile"].astype(np.int64), "instr": instr,
             "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
             "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
-            "bank_conflicts": bank}
+            "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf}
 
 
 @lru_cache(maxsize=100_000)
@@ -323,7 +345,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
 
     b, extras = steady_counts(cfg), steady_extras(cfg)
     cnt = {f: np.array([float(extras[f] if f in EXTRA_FIELDS else getattr(b, f))]) for f in _COUNT_FIELDS}
-    c = {k: v[0] for k, v in _profile_columns(cnt, [facts_for(cfg, arch)], [geometry(cfg)], [registers]).items()}
+    c = {k: v[0] for k, v in _profile_columns(cnt, [facts_for(cfg, arch)], [geometry(cfg)], [registers],
+                                              [cfg]).items()}
     tr = c["trace"]
     chain = float((tr[-1, 0] - tr[-2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]))
     return Profile(warps=b.warps, k_tile=int(c["k_tile"]), instructions_per_warp=float(c["instr"]),
@@ -335,6 +358,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    local_loads=float(c["local_loads"]), local_bytes=float(c["local_bytes"]),
                    global_load_instructions=float(c["gld_instr"]), shared_instructions=float(c["shared_instr"]),
                    bank_conflicts=float(c["bank_conflicts"]),
+                   global_load_wavefronts=tuple(map(tuple, c["gld_wf"].tolist())),
+                   l1_tag_limited=bool(c["has_wf"]),
                    local_stores=float(c["local_stores"]))
 
 
@@ -368,6 +393,8 @@ class ProfileArrays:
     shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
     local_stores: np.ndarray  # spill stores per warp and iteration
     bank_conflicts: np.ndarray  # extra register-bank reads of the FFMAs per warp and iteration
+    gld_wf: np.ndarray       # (rows, 2, 32): L1 data-stage wavefronts of A by K mod 32, of B by N mod 32
+    has_wf: np.ndarray       # gld_wf known (else it holds the 128-byte lines): see _l1_wavefronts
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -428,7 +455,20 @@ def _bank_delay(pa: ProfileArrays, r: Rates) -> np.ndarray:
     return out
 
 
-def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None):
+def _l1_wavefronts(pa: ProfileArrays, K, N) -> np.ndarray:
+    """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
+    data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
+    conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, which looks up
+    :data:`_L1_TAG_LINES_PER_CYCLE` 128-byte lines a cycle, whichever is longer. Where the data stage
+    is not known per residue, one line a cycle (the data stage of a line-per-wavefront access)."""
+    rows = np.arange(len(pa))
+    kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
+    nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
+    data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr]
+    return np.where(pa.has_wf > 0, np.maximum(data, pa.l1_lines / _L1_TAG_LINES_PER_CYCLE), pa.l1_lines)
+
+
+def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None, l1_wf=None):
     """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency).
 
     The customers of the mean value analysis are the warps when the loop has no barrier (each warp runs
@@ -450,7 +490,9 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
     # narrow loads (one line, one wavefront) run at half the rate of a 32-unit SM (GA100, GH100).
     shared = np.maximum(pa.shared_wf / r.shared_wavefronts_per_cycle, pa.shared_instr * r.lsu_cycles) / W
-    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
+    if l1_wf is None:
+        l1_wf = pa.l1_lines
+    l1 = np.maximum(l1_wf, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
     p = prm.p
     s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
@@ -760,8 +802,9 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     bank = _bank_delay(pa, r)
-    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, bank)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, bank)
+    l1_wf = _l1_wavefronts(pa, K, N)
+    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, bank, l1_wf)
+    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, bank, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
     # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
     # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
@@ -805,7 +848,8 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
                  "registers": "registers", "gld_instr": "global_load_instructions",
                  "shared_instr": "shared_instructions", "local_stores": "local_stores",
-                 "bank_conflicts": "bank_conflicts"}
+                 "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
+                 "has_wf": "l1_tag_limited"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
@@ -833,7 +877,7 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
     geos = [geometry(c) for c in cfgs]
     table = load_facts(gpu.arch)
     col = _profile_columns(counts_array(cfgs, _COUNT_FIELDS, keys=keys), [table.get(k) for k in keys], geos,
-                           registers)
+                           registers, cfgs)
     return (_assemble(gpu, geos, col),), col
 
 
