@@ -530,6 +530,38 @@ def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
                      [_data_wavefronts(*b_key, q) for q in range(BANK_RESIDUES)]], dtype=np.float64)
 
 
+# ==================================================================================================
+# Blocks whose tile is partly outside C, in kernels whose outside threads return
+# ==================================================================================================
+
+
+def exit_pattern(cfg: KernelConfig) -> tuple[int, int, int] | None:
+    """(threads, BX, COALESCED) of a kernel whose threads outside C return before the loop (the
+    simulator's ``thread_active``: the naive kernel's ``if (row >= M || col >= N) return;``), or None when
+    every thread of a block takes part (tile loads, barriers) whatever part of its tile lies outside C."""
+    if cfg.rung != 1:
+        return None
+    p = cfg.p
+    return geometry(cfg).threads, int(p["BX"]), int(p["COALESCED"])
+
+
+@functools.lru_cache(maxsize=None)
+def exit_block_counts(threads: int, bx: int, coalesced: int, rv: int, cv: int) -> tuple[int, int, int]:
+    """(active warps, global-load 128-byte lines, warp-level global loads) of one block of
+    :func:`exit_pattern` ``(threads, bx, coalesced)`` in one iteration, when ``rv`` rows and ``cv``
+    columns of its tile lie inside C: a warp none of whose threads is inside has returned; an active
+    warp's loads touch the lines of its active lanes only (the simulator's ``_naive`` index map)."""
+    tid, real, tpad = _lanes(threads)
+    tx, ty = tid % bx, tid // bx
+    row, col = (ty, tx) if coalesced else (tx, ty)
+    act = real & (row < rv) & (col < cv)
+    K = 64 * LINE_WORDS                    # rows of A in different lines, as at any real size
+    a = _global_counts(row * K, act, 1)
+    b = _global_counts(col, act, 1)
+    warps = int(act.reshape(-1, WARP_SIZE).any(axis=1).sum())
+    return warps, a[2] + b[2], a[0] + b[0]
+
+
 EXTRA_FIELDS = ("k_tile", "store_lines")
 """The :func:`steady_extras` fields :func:`counts_array` serves beside the counts."""
 

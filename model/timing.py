@@ -262,6 +262,7 @@ class Profile:
     bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration
     global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
     l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
+    exit_pattern: tuple = (0, 0, 0)         # (threads, BX, COALESCED) when threads outside C return (_partial_blocks)
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -322,19 +323,23 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     gld_wf = np.zeros((n, 2, _BANK_RESIDUES))
     gld_wf[:, 0, :] = np.asarray(cnt["gld_lines"], dtype=np.float64)[:, None]
     has_wf = np.zeros(n, dtype=bool)
+    exits = np.zeros((n, 3))
     if cfgs is not None:
-        from .counts import global_load_wavefronts
+        from .counts import exit_pattern, global_load_wavefronts
         for i, c in enumerate(cfgs):
             t = global_load_wavefronts(c)
             if t is not None:
                 gld_wf[i], has_wf[i] = t, True
+            e = exit_pattern(c)
+            if e is not None:
+                exits[i] = e
     return {"warps": cnt["warps"], "k_tile": cnt["k_tile"].astype(np.int64), "instr": instr,
             "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
             "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
-            "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf}
+            "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits}
 
 
 @lru_cache(maxsize=100_000)
@@ -360,6 +365,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    bank_conflicts=float(c["bank_conflicts"]),
                    global_load_wavefronts=tuple(map(tuple, c["gld_wf"].tolist())),
                    l1_tag_limited=bool(c["has_wf"]),
+                   exit_pattern=tuple(int(x) for x in c["exits"]),
                    local_stores=float(c["local_stores"]))
 
 
@@ -395,6 +401,7 @@ class ProfileArrays:
     bank_conflicts: np.ndarray  # extra register-bank reads of the FFMAs per warp and iteration
     gld_wf: np.ndarray       # (rows, 2, 32): L1 data-stage wavefronts of A by K mod 32, of B by N mod 32
     has_wf: np.ndarray       # gld_wf known (else it holds the 128-byte lines): see _l1_wavefronts
+    exits: np.ndarray        # (rows, 3): (threads, BX, COALESCED) when threads outside C return, else 0
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -466,6 +473,44 @@ def _l1_wavefronts(pa: ProfileArrays, K, N) -> np.ndarray:
     nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
     data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr]
     return np.where(pa.has_wf > 0, np.maximum(data, pa.l1_lines / _L1_TAG_LINES_PER_CYCLE), pa.l1_lines)
+
+
+def _partial_blocks(pa: ProfileArrays, M, N, gm, gn) -> ProfileArrays:
+    """The blocks of a kernel whose threads outside C return before the loop (the naive kernel), averaged
+    over the launch: a block whose tile lies partly outside C runs only its warps with a thread inside,
+    and their loads touch the lines of the active lanes only (:func:`model.counts.exit_block_counts`).
+    The launch has ``(gm-1)(gn-1)`` interior blocks, ``gn-1`` of the last block row (``M - (gm-1) BM``
+    valid rows), ``gm-1`` of the last column and one corner; their mean active warps, lines and loads
+    replace the interior block's. At a skinny M or N every block is such a block: at N = 1 one warp of
+    the uncoalesced 32x32 kernel's 32 runs, alone on its SM (latency-bound), at M = 1 every warp runs
+    with one lane (2 lines a load instead of 33). Kernels whose threads all take part (tile loads and
+    barriers) keep the interior counts."""
+    ex = np.flatnonzero(pa.exits[:, 0] > 0)
+    if not len(ex):
+        return pa
+    from .counts import exit_block_counts
+    n = len(pa)
+    M, N, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))[ex] for x in (M, N, gm, gn))
+    BM, BN = pa.BM[ex], pa.BN[ex]
+    th, bx, co = (pa.exits[ex, j].astype(np.int64) for j in range(3))
+    rv, cv = M - (gm - 1) * BM, N - (gn - 1) * BN
+    rows, inv = _distinct_rows(th, bx, co, BM, BN, rv, cv, gm, gn)
+    mean, full = np.empty((len(rows), 3)), np.empty((len(rows), 3))
+    for q, (t, x, c, bm, bn, r_, c_, m_, n_) in enumerate(rows):
+        cls = (((m_ - 1) * (n_ - 1), bm, bn), (n_ - 1, r_, bn), (m_ - 1, bm, c_), (1, r_, c_))
+        acc = sum(w * np.array(exit_block_counts(t, x, c, a, b), dtype=np.float64) for w, a, b in cls if w)
+        mean[q] = acc / (m_ * n_)
+        full[q] = exit_block_counts(t, x, c, bm, bn)
+    (W, L, R), (W0, L0, R0) = mean[inv].T, full[inv].T
+    lr, wr = L / np.maximum(L0, 1.0), W / np.maximum(W0, 1.0)
+    out = {f.name: getattr(pa, f.name).copy() for f in fields(pa)}
+    out["warps"][ex] = np.maximum(np.round(W), 1.0)    # whole warps: the customers of the mean value analysis
+    out["l1_lines"][ex] = pa.l1_lines[ex] * lr
+    out["gld_instr"][ex] = pa.gld_instr[ex] * R / np.maximum(R0, 1.0)
+    out["gld_wf"][ex] = pa.gld_wf[ex] * lr[:, None, None]
+    out["store_sectors"][ex] = pa.store_sectors[ex] * wr
+    out["store_lines"][ex] = pa.store_lines[ex] * wr
+    return ProfileArrays(**out)
 
 
 def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None, l1_wf=None):
@@ -755,6 +800,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
+    pa = _partial_blocks(pa, M, N, gm, gn)
     # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
     # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
     S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
@@ -849,7 +895,7 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "registers": "registers", "gld_instr": "global_load_instructions",
                  "shared_instr": "shared_instructions", "local_stores": "local_stores",
                  "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
-                 "has_wf": "l1_tag_limited"}
+                 "has_wf": "l1_tag_limited", "exits": "exit_pattern"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
