@@ -31,10 +31,20 @@ UC Berkeley 2016).* Each resident warp alternates between *delay* - the cycles i
 waiting, ``Z = T1 - I/4`` where ``T1`` is the single-warp trace time of one iteration and ``I`` its
 instructions (the ``3I/4`` of a warp's own issue that the other schedulers cannot use is in ``Z``:
 Seidmann's approximation of the 4-scheduler station by one server of a quarter the service time
-plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + shared^p + L1^p)^(1/p)`` per warp
+plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + (shared + L1)^p)^(1/p)`` per warp
 and iteration: issue ``I/4`` (4 schedulers, one instruction a cycle each), shared ``S/r`` (``r``
-wavefronts a cycle from the shared bandwidth), L1 ``G`` (one 128-byte line a cycle in the tag stage);
-the exponent ``p`` says how far the pipes overlap.
+wavefronts a cycle from the shared bandwidth), L1 ``G``: the global loads' wavefronts in the L1 data
+stage (bank conflicts included: A's rows K words apart, B's N; :func:`model.counts.global_load_wavefronts`)
+or their 128-byte lines in the tag stage at ~3 a cycle, whichever is longer (one line a cycle where the
+data stage is not known). Shared and global wavefronts *add*: shared memory and the L1 are one SRAM
+array behind one data stage (the L1TEX unit; Nsight Compute counts both kinds in
+``l1tex__data_pipe_lsu_wavefronts``), so they cannot overlap each other, only the issue. The exponent
+``p`` says how far the data stage and the issue overlap.
+
+*Blocks partly outside C.* A kernel whose threads outside C return before the loop (the naive kernel)
+runs only the warps of an edge block that have a thread inside C, and their loads touch only the active
+lanes' lines: the launch's mean block replaces the interior one (:func:`_partial_blocks`). At a skinny
+M or N every block is an edge block (at N = 1 one warp of 32 runs, alone on its SM).
 
 *The load/store pipe's issue rate.* A warp's memory instruction (global, shared, local) is accepted by
 the SM's LD/ST units, ``[sm].ld_st_units`` per SM: it holds its pipe ``warp_size / ld_st_units``
@@ -50,7 +60,10 @@ of the ``n`` resident warps in this closed network gives the time of one iterati
 *Loaded latency.* A loop with a barrier waits, every iteration, for the slowest of all its warps' tile
 loads - many lines, at least one of them first touched in that iteration (a miss, or a hit on a miss in
 flight) and queued behind the others: the global-load latency the trace waits is ``latency_scale x``
-the L2 hit latency (``latency_scale`` is one of the calibrated parameters). A loop without a barrier
+the L2 hit latency (``latency_scale`` is one of the calibrated parameters), plus DRAM's extra latency
+(unloaded, DRAM - L2) in the share ``f`` of the tile bytes that miss L2 (the traffic model's DRAM read
+bytes over its L2 read bytes): small at large square sizes, 1/2 to 1 when one operand streams from DRAM
+once (a skinny M or N, where each of its tiles is read by one block). A loop without a barrier
 (each warp on its own, e.g. the naive kernel) waits only for its own few lines per exposure: the
 unloaded L2 hit latency, or DRAM's when one of those sectors is read from DRAM, with the probability
 the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the seed's 16x16 versus
@@ -539,7 +552,9 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
         l1_wf = pa.l1_lines
     l1 = np.maximum(l1_wf, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
     p = prm.p
-    s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
+    # Shared and global wavefronts pass the same L1TEX data stage (one SRAM array): they add, and the sum
+    # overlaps the issue as the exponent p says.
+    s_w = (issue ** p + (shared + l1) ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
@@ -1000,7 +1015,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
     notes = list(rt.notes)
-    notes.append(f"per iteration: service = (issue^p + shared^p + l1^p)^(1/p), p = {prm.p:.2f}; delay = the traced "
+    notes.append(f"per iteration: service = (issue^p + (shared + l1)^p)^(1/p), p = {prm.p:.2f}; delay = the traced "
                  f"single-warp latency; combined by mean value analysis over the {b * prof.warps} resident warps; "
                  f"parameters: {prm.calibrated_on}")
     if max_blocks_per_sm is not None:
