@@ -1003,7 +1003,9 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                  f"[{prof.source}]",
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": f"n warps x {prof.l1_lines / prof.warps:.2f} global-load lines per warp-iteration / 1 per cycle",
+        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]))[0]) / prof.warps:.2f} global-load "
+               f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the lines at ' + format(_L1_TAG_LINES_PER_CYCLE, 'g') + ' a cycle in the tag stage' if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
+               f"added to the shared wavefronts (one L1TEX data stage)"),
         "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle global latency "
                     f"({'loaded: latency_scale x L2, a barrier waits for all tile loads' if prof.barriers > 0 else 'L2, or DRAM when a waited sector misses L2'}) "
                     f"({prof.latency_chain:.2f} latencies in series per iteration, "
