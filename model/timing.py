@@ -488,13 +488,14 @@ def _l1_wavefronts(pa: ProfileArrays, K, N) -> np.ndarray:
     return np.where(pa.has_wf > 0, np.maximum(data, pa.l1_lines / _L1_TAG_LINES_PER_CYCLE), pa.l1_lines)
 
 
-def _partial_blocks(pa: ProfileArrays, M, N, gm, gn) -> ProfileArrays:
+def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     """The blocks of a kernel whose threads outside C return before the loop (the naive kernel), averaged
     over the launch: a block whose tile lies partly outside C runs only its warps with a thread inside,
     and their loads touch the lines of the active lanes only (:func:`model.counts.exit_block_counts`).
     The launch has ``(gm-1)(gn-1)`` interior blocks, ``gn-1`` of the last block row (``M - (gm-1) BM``
     valid rows), ``gm-1`` of the last column and one corner; their mean active warps, lines and loads
-    replace the interior block's. At a skinny M or N every block is such a block: at N = 1 one warp of
+    replace the interior block's (when there are no more blocks than SMs, each SM runs one and the
+    slowest class present sets the time: its counts). At a skinny M or N every block is such a block: at N = 1 one warp of
     the uncoalesced 32x32 kernel's 32 runs, alone on its SM (latency-bound), at M = 1 every warp runs
     with one lane (2 lines a load instead of 33). Kernels whose threads all take part (tile loads and
     barriers) keep the interior counts."""
@@ -507,12 +508,13 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn) -> ProfileArrays:
     BM, BN = pa.BM[ex], pa.BN[ex]
     th, bx, co = (pa.exits[ex, j].astype(np.int64) for j in range(3))
     rv, cv = M - (gm - 1) * BM, N - (gn - 1) * BN
-    rows, inv = _distinct_rows(th, bx, co, BM, BN, rv, cv, gm, gn)
+    one_each = gm * gn <= sms       # one block per SM: the slowest block sets the time, not the mean
+    rows, inv = _distinct_rows(th, bx, co, BM, BN, rv, cv, gm, gn, one_each)
     mean, full = np.empty((len(rows), 3)), np.empty((len(rows), 3))
-    for q, (t, x, c, bm, bn, r_, c_, m_, n_) in enumerate(rows):
+    for q, (t, x, c, bm, bn, r_, c_, m_, n_, one) in enumerate(rows):
         cls = (((m_ - 1) * (n_ - 1), bm, bn), (n_ - 1, r_, bn), (m_ - 1, bm, c_), (1, r_, c_))
-        acc = sum(w * np.array(exit_block_counts(t, x, c, a, b), dtype=np.float64) for w, a, b in cls if w)
-        mean[q] = acc / (m_ * n_)
+        got = [(w, np.array(exit_block_counts(t, x, c, a, b), dtype=np.float64)) for w, a, b in cls if w]
+        mean[q] = max((v for _, v in got), key=tuple) if one else sum(w * v for w, v in got) / (m_ * n_)
         full[q] = exit_block_counts(t, x, c, bm, bn)
     (W, L, R), (W0, L0, R0) = mean[inv].T, full[inv].T
     lr, wr = L / np.maximum(L0, 1.0), W / np.maximum(W0, 1.0)
@@ -815,7 +817,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
-    pa = _partial_blocks(pa, M, N, gm, gn)
+    pa = _partial_blocks(pa, M, N, gm, gn, r.sms)
     # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
     # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
     S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
