@@ -792,6 +792,23 @@ def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes)
     return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
 
 
+def _dram_share_waited(pa: ProfileArrays, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads) -> np.ndarray:
+    """The share of a barrier loop's waits that wait for DRAM. Per operand, the share of its tile bytes
+    read from DRAM: A's tiles are read by the ``gn`` block columns, B's by the ``gm`` block rows, once
+    each from DRAM (``1/gn``, ``1/gm``), plus the re-reads the traffic model adds (its DRAM reads beyond
+    A + B, over its L2 reads, on both). A loop that issues all its tile loads before it waits (one global
+    latency per iteration in the trace) waits for the slowest: DRAM when either operand's line misses,
+    ``1 - (1 - fA)(1 - fB)``. A loop whose trace waits for its loads one after another (a latency chain of
+    two or more: each load stored to shared memory before the next is issued) waits for each operand in
+    turn: on average ``(fA + fB) / 2`` - at a skinny M, B streams from DRAM while A (one row of tiles)
+    stays in L2, and only B's waits take DRAM's latency."""
+    x = np.clip((dram_reads - a_bytes - b_bytes) / np.maximum(l2_reads, 1.0), 0.0, 1.0)
+    fa = np.minimum(1.0, 1.0 / np.maximum(gn, 1) + x)
+    fb = np.minimum(1.0, 1.0 / np.maximum(gm, 1) + x)
+    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
+    return np.where(chain >= 1.5, 0.5 * (fa + fb), 1.0 - (1.0 - fa) * (1.0 - fb))
+
+
 def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
     """L1 data-cache bytes per SM beside the shared memory of ``bps`` resident blocks: the driver sets the
     shared-memory carveout to the smallest supported step that holds them all (CUDA C++ Programming Guide,
@@ -859,7 +876,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # When one operand streams from DRAM (a skinny M or N: each tile of it is read by one block only),
     # f -> 1/2 .. 1 and the iteration waits for DRAM; at large square sizes f is small.
     l2_reads = l2_bytes - 32.0 * pa.store_sectors * blocks
-    f_miss = np.clip(dram_reads / np.maximum(l2_reads, 1.0), 0.0, 1.0)
+    f_miss = _dram_share_waited(pa, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads)
     lsync = prm.latency_scale * r.l2_latency_cycles + f_miss * (r.dram_latency_cycles - r.l2_latency_cycles)
     lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
