@@ -195,6 +195,8 @@ def clear_caches() -> None:
     for f in (_tile_load, _c_store, _sts_linear, _sts_transposed, _residues, closed_form_counts):
         f.cache_clear()
     _LDS_CONF.clear()
+    for name in ("_data_wavefronts", "_warp_tile_wavefronts", "exit_block_counts"):
+        globals()[name].cache_clear()
 
 
 # ==================================================================================================
@@ -472,31 +474,62 @@ wavefronts depend on the leading dimension only through its residue mod 32 words
 
 
 @functools.lru_cache(maxsize=None)
-def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int, res: int) -> int:
+def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.ndarray:
     """Data-stage wavefronts (bank conflicts included) of one block's warp-level global loads of one
-    operand in one iteration, at a leading dimension of residue ``res`` mod 32 words. ``kind``: "tile"
-    (``_tile_load``'s pattern: ``a`` rows of ``b`` vectors of ``vec`` floats), "rows" (the naive kernel's
-    lane rows: lane -> row ``tid % a`` when ``b`` = 0 (threadIdx.x walks the rows), else ``tid // a``;
-    one float each; ``a`` = BX), "cols" (the naive kernel's other operand, lane -> column ``tid % a`` when
-    ``b`` = 1, else ``tid // a``: one row, so no dependence on the residue)."""
+    operand in one iteration, at a leading dimension of each residue mod 32 words (an array of 32).
+    ``kind``: "tile" (``_tile_load``'s pattern: ``a`` rows of ``b`` vectors of ``vec`` floats), "rows"
+    (the naive kernel's lane rows: lane -> row ``tid % a`` when ``b`` = 0 (threadIdx.x walks the rows),
+    else ``tid // a``; one float each; ``a`` = BX), "cols" (the naive kernel's other operand, lane ->
+    column ``tid % a`` when ``b`` = 1, else ``tid // a``: one row, so no dependence on the residue)."""
     from .simulate import shared_wavefronts
-    ld = 64 * BANK_RESIDUES + res          # any leading dimension with this residue (rows in different lines)
     tid, real, tpad = _lanes(threads)
     if kind == "tile":
-        n = a * b
-        i = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
-        act = real[None, :] & (i < n)
-        off = (i // b) * ld + vec * (i % b)
+        # warp by warp: a warp's lanes hold elements i0 .. i0 + lanes - 1 (rows of b vectors); its
+        # wavefronts depend only on i0 mod b and its active lanes (a shift of whole rows rotates every bank)
+        n, out = a * b, np.zeros(BANK_RESIDUES)
+        for it in range(-(-n // threads)):
+            for w0 in range(0, threads, WARP_SIZE):
+                i0 = w0 + threads * it
+                lanes = min(WARP_SIZE, threads - w0, n - i0)
+                if lanes > 0:
+                    out = out + _warp_tile_wavefronts(b, vec, i0 % b, lanes)
+        out.flags.writeable = False
+        return out
     elif kind == "rows":
-        row = tid % a if b == 0 else tid // a
-        off, act = (row * ld)[None], real[None]
+        row = (tid % a if b == 0 else tid // a)[None]
+        col, act = np.zeros_like(row), real[None]
     else:
-        col = tid % a if b else tid // a
-        off, act = col[None], real[None]
-    act = act.reshape(-1, WARP_SIZE)
-    keep = act.any(axis=1)
-    wf, _ = shared_wavefronts(off.reshape(-1, WARP_SIZE)[keep], act[keep], vec, "ld")
-    return int(wf.sum())
+        col = (tid % a if b else tid // a)[None]
+        row, act = np.zeros_like(col), real[None]
+    keep = act.reshape(-1, WARP_SIZE).any(axis=1)
+    row, col, act = (x.reshape(-1, WARP_SIZE)[keep] for x in (row, col, act))
+    # A warp's wavefronts do not change when all its rows shift by one (every bank rotates alike): count
+    # each distinct warp pattern (rows relative to its first lane's, columns, active lanes) once.
+    rel = np.where(act, row - row[:, :1], -1)
+    key = np.concatenate([rel, np.where(act, col, -1)], axis=1)
+    _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
+    row, col, act = rel[first], col[first], act[first]
+    # any leading dimension with the residue (rows in different lines): one row of warps per residue
+    ld = 64 * BANK_RESIDUES + np.arange(BANK_RESIDUES, dtype=np.int64)
+    off = (np.maximum(row, 0)[None] * ld[:, None, None] + col[None]).reshape(-1, WARP_SIZE)
+    wf, _ = shared_wavefronts(off, np.broadcast_to(act[None], (BANK_RESIDUES,) + act.shape).reshape(-1, WARP_SIZE),
+                              vec, "ld")
+    out = (wf.reshape(BANK_RESIDUES, -1) * mult[None]).sum(axis=1).astype(np.float64)
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _warp_tile_wavefronts(b: int, vec: int, start: int, lanes: int) -> np.ndarray:
+    """Data-stage wavefronts of one warp of a tile load whose active lanes read elements start ..
+    start + lanes - 1 of rows of ``b`` vectors of ``vec`` floats, at each leading-dimension residue."""
+    from .simulate import shared_wavefronts
+    i = start + np.arange(WARP_SIZE, dtype=np.int64)
+    act = np.arange(WARP_SIZE) < lanes
+    ld = 64 * BANK_RESIDUES + np.arange(BANK_RESIDUES, dtype=np.int64)
+    off = (i // b)[None] * ld[:, None] + vec * (i % b)[None]
+    wf, _ = shared_wavefronts(off, np.broadcast_to(act, off.shape), vec, "ld")
+    return wf.astype(np.float64)
 
 
 def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
@@ -526,8 +559,7 @@ def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
     else:
         a_key = ("tile", NT, g.BM, g.BK // 4, 4)
         b_key = ("tile", NT, g.BK, g.BN // 4, 4)
-    return np.array([[_data_wavefronts(*a_key, q) for q in range(BANK_RESIDUES)],
-                     [_data_wavefronts(*b_key, q) for q in range(BANK_RESIDUES)]], dtype=np.float64)
+    return np.stack([_data_wavefronts(*a_key), _data_wavefronts(*b_key)])
 
 
 # ==================================================================================================
