@@ -258,6 +258,7 @@ class Profile:
     instructions_per_warp: float  # I, SASS instructions per warp and iteration
     shared_wavefronts: float      # S, per block and iteration (loads + stores)
     l1_lines: float               # G, 128-byte line wavefronts of global loads per block and iteration
+    gld_sectors: float            # 32-byte sectors of the global loads per block and iteration
     store_sectors: float          # C-store sectors of one block (its epilogue)
     store_lines: float            # C-store 128-byte line wavefronts of one block (L1 tag stage)
     registers: int
@@ -279,7 +280,8 @@ class Profile:
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
-                 "int_warp_est", "lds_wavefronts", "sts_wavefronts", "gld_lines", "gst_sectors", "k_tile", "store_lines")
+                 "int_warp_est", "lds_wavefronts", "sts_wavefronts", "gld_lines", "gst_sectors", "k_tile", "store_lines",
+                 "gld_sectors")
 """What a profile takes from :func:`model.counts.steady_counts` and :func:`model.counts.steady_extras`."""
 
 
@@ -348,6 +350,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
                 exits[i] = e
     return {"warps": cnt["warps"], "k_tile": cnt["k_tile"].astype(np.int64), "instr": instr,
             "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
+            "gld_sectors": cnt["gld_sectors"],
             "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
@@ -369,6 +372,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
     chain = float((tr[-1, 0] - tr[-2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]))
     return Profile(warps=b.warps, k_tile=int(c["k_tile"]), instructions_per_warp=float(c["instr"]),
                    shared_wavefronts=float(c["shared_wf"]), l1_lines=float(c["l1_lines"]),
+                   gld_sectors=float(c["gld_sectors"]),
                    store_sectors=float(c["store_sectors"]), store_lines=float(c["store_lines"]),
                    registers=int(c["registers"]), source="sass" if c["has_trace"] else "estimate",
                    trace=tuple(map(tuple, tr.tolist())), prologue=tuple(map(tuple, c["prologue"].tolist())),
@@ -398,6 +402,7 @@ class ProfileArrays:
     instr: np.ndarray
     shared_wf: np.ndarray
     l1_lines: np.ndarray
+    gld_sectors: np.ndarray  # 32-byte sectors of the global loads per block and iteration
     store_sectors: np.ndarray
     store_lines: np.ndarray
     trace: np.ndarray        # (rows, len(TRACE_GLOBAL), len(TRACE_SHARED))
@@ -521,6 +526,7 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     out = {f.name: getattr(pa, f.name).copy() for f in fields(pa)}
     out["warps"][ex] = np.maximum(np.round(W), 1.0)    # whole warps: the customers of the mean value analysis
     out["l1_lines"][ex] = pa.l1_lines[ex] * lr
+    out["gld_sectors"][ex] = pa.gld_sectors[ex] * lr
     out["gld_instr"][ex] = pa.gld_instr[ex] * R / np.maximum(R0, 1.0)
     out["gld_wf"][ex] = pa.gld_wf[ex] * lr[:, None, None]
     out["store_sectors"][ex] = pa.store_sectors[ex] * wr
@@ -781,13 +787,14 @@ def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes)
     """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
     block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
     for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
-    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its 128-byte
-    lines per iteration, 4 sectors each, over the latencies in series per iteration), whether it fetched
+    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its global
+    loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four - over the
+    latencies in series per iteration), whether it fetched
     them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
     wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
     f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
     chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
-    n = 4.0 * pa.l1_lines / pa.warps / np.maximum(chain, 0.05)
+    n = pa.gld_sectors / pa.warps / np.maximum(chain, 0.05)
     miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
     return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
 
@@ -923,7 +930,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
 _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_per_warp", "shared_wf": "shared_wavefronts",
-                 "l1_lines": "l1_lines", "store_sectors": "store_sectors", "store_lines": "store_lines",
+                 "l1_lines": "l1_lines", "gld_sectors": "gld_sectors", "store_sectors": "store_sectors", "store_lines": "store_lines",
                  "trace": "trace", "prologue": "prologue", "epilogue": "epilogue_instructions",
                  "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
                  "registers": "registers", "gld_instr": "global_load_instructions",
