@@ -57,6 +57,9 @@ SCHEMA_VERSION = 1
 SECTOR_WORDS = 8
 LINE_WORDS = 32
 CLOSED_FORM_RUNGS = frozenset({1, 2, 3, 4, 5, 6})
+WARP_TILED_RUNGS = frozenset({7, 8})
+"""Rungs whose global-load patterns :func:`global_load_wavefronts` mirrors beside the closed form's (the
+simulator's ``_warp_tiled`` index maps)."""
 """Rungs whose index maps the closed form mirrors; any other rung is counted by the simulator itself."""
 
 
@@ -477,13 +480,16 @@ wavefronts depend on the leading dimension only through its residue mod 32 words
 def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.ndarray:
     """Data-stage wavefronts (bank conflicts included) of one block's warp-level global loads of one
     operand in one iteration, at a leading dimension of each residue mod 32 words (an array of 32).
-    ``kind``: "tile" (``_tile_load``'s pattern: ``a`` rows of ``b`` vectors of ``vec`` floats), "rows"
+    ``kind``: "tile" (``_tile_load``'s pattern: ``a`` rows of ``b`` vectors of ``vec`` floats; "tile_sc":
+    the same vectors each read as ``vec`` scalar loads, the float4 kernels' path when the leading dimension
+    is not a multiple of 4), "pairs" / "pairs_sc" (rung 07's A: float4s in lane pairs, ``a`` = BM, ``b`` =
+    BK), "elem8" (rung 08's A: 4-byte cp.async copies, 8 consecutive k per row), "rows"
     (the naive kernel's lane rows: lane -> row ``tid % a`` when ``b`` = 0 (threadIdx.x walks the rows),
     else ``tid // a``; one float each; ``a`` = BX), "cols" (the naive kernel's other operand, lane ->
     column ``tid % a`` when ``b`` = 1, else ``tid // a``: one row, so no dependence on the residue)."""
     from .simulate import shared_wavefronts
     tid, real, tpad = _lanes(threads)
-    if kind == "tile":
+    if kind in ("tile", "tile_sc"):
         # warp by warp: a warp's lanes hold elements i0 .. i0 + lanes - 1 (rows of b vectors); its
         # wavefronts depend only on i0 mod b and its active lanes (a shift of whole rows rotates every bank)
         n, out = a * b, np.zeros(BANK_RESIDUES)
@@ -492,15 +498,34 @@ def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.nd
                 i0 = w0 + threads * it
                 lanes = min(WARP_SIZE, threads - w0, n - i0)
                 if lanes > 0:
-                    out = out + _warp_tile_wavefronts(b, vec, i0 % b, lanes)
+                    out = out + _warp_tile_wavefronts(b, vec, i0 % b, lanes, kind == "tile_sc")
         out.flags.writeable = False
         return out
+    expand = 1
+    if kind in ("pairs", "pairs_sc"):
+        n4 = a * b // 4
+        i = tid[None, :] + threads * np.arange(-(-n4 // threads), dtype=np.int64)[:, None]
+        act = real[None, :] & (i < n4)
+        h = i >> 1
+        row, col = h % a, 4 * (2 * (h // a) + (i & 1))
+        if kind == "pairs_sc":
+            expand, vec = 4, 1
+    elif kind == "elem8":
+        n = a * b
+        e = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
+        act = real[None, :] & (e < n)
+        row, col = (e // 8) % a, 8 * (e // (8 * a)) + e % 8
     elif kind == "rows":
         row = (tid % a if b == 0 else tid // a)[None]
         col, act = np.zeros_like(row), real[None]
     else:
         col = (tid % a if b else tid // a)[None]
         row, act = np.zeros_like(col), real[None]
+    if expand > 1:     # each vector read as scalar loads: one warp instruction per element
+        e4 = np.arange(expand, dtype=np.int64)[None, :, None]
+        row = np.broadcast_to(row[:, None, :], (row.shape[0], expand, row.shape[1])).reshape(-1, row.shape[-1])
+        col = (col[:, None, :] + e4).reshape(-1, col.shape[-1])
+        act = np.broadcast_to(act[:, None, :], (act.shape[0], expand, act.shape[1])).reshape(-1, act.shape[-1])
     keep = act.reshape(-1, WARP_SIZE).any(axis=1)
     row, col, act = (x.reshape(-1, WARP_SIZE)[keep] for x in (row, col, act))
     # A warp's wavefronts do not change when all its rows shift by one (every bank rotates alike): count
@@ -520,16 +545,23 @@ def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.nd
 
 
 @functools.lru_cache(maxsize=None)
-def _warp_tile_wavefronts(b: int, vec: int, start: int, lanes: int) -> np.ndarray:
+def _warp_tile_wavefronts(b: int, vec: int, start: int, lanes: int, scalar: bool = False) -> np.ndarray:
     """Data-stage wavefronts of one warp of a tile load whose active lanes read elements start ..
-    start + lanes - 1 of rows of ``b`` vectors of ``vec`` floats, at each leading-dimension residue."""
+    start + lanes - 1 of rows of ``b`` vectors of ``vec`` floats, at each leading-dimension residue
+    (``scalar``: each vector as ``vec`` scalar loads)."""
     from .simulate import shared_wavefronts
     i = start + np.arange(WARP_SIZE, dtype=np.int64)
     act = np.arange(WARP_SIZE) < lanes
     ld = 64 * BANK_RESIDUES + np.arange(BANK_RESIDUES, dtype=np.int64)
     off = (i // b)[None] * ld[:, None] + vec * (i % b)[None]
-    wf, _ = shared_wavefronts(off, np.broadcast_to(act, off.shape), vec, "ld")
-    return wf.astype(np.float64)
+    if not scalar:
+        wf, _ = shared_wavefronts(off, np.broadcast_to(act, off.shape), vec, "ld")
+        return wf.astype(np.float64)
+    out = np.zeros(BANK_RESIDUES)
+    for e in range(vec):
+        wf, _ = shared_wavefronts(off + e, np.broadcast_to(act, off.shape), 1, "ld")
+        out += wf
+    return out
 
 
 def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
@@ -543,10 +575,17 @@ def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
     dimension is a multiple of 32 words start in the same bank: the naive kernel's column walk over 32
     rows costs 32 wavefronts; at an odd leading dimension the 32 rows fall in 32 banks: one."""
     r = cfg.rung
-    if r not in CLOSED_FORM_RUNGS:
+    if r not in CLOSED_FORM_RUNGS and r not in WARP_TILED_RUNGS:
         return None
     g = geometry(cfg)
     NT = g.threads
+    vec4 = np.arange(BANK_RESIDUES) % 4 == 0      # float4 kernels: vector loads only at a multiple of 4
+    if r in WARP_TILED_RUNGS:
+        a_sc = _data_wavefronts("elem8", NT, g.BM, g.BK, 1) if g.async_copy else \
+            np.where(vec4, _data_wavefronts("pairs", NT, g.BM, g.BK, 4), _data_wavefronts("pairs_sc", NT, g.BM, g.BK, 4))
+        b_t = np.where(vec4, _data_wavefronts("tile", NT, g.BK, g.BN // 4, 4),
+                       _data_wavefronts("tile_sc", NT, g.BK, g.BN // 4, 4))
+        return np.stack([a_sc, b_t])
     if r == 1:
         p = cfg.p
         bx, co = p["BX"], p["COALESCED"]
@@ -557,8 +596,10 @@ def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
         a_key = ("tile", NT, g.BM, g.BK, 1)
         b_key = ("tile", NT, g.BK, g.BN, 1)
     else:
-        a_key = ("tile", NT, g.BM, g.BK // 4, 4)
-        b_key = ("tile", NT, g.BK, g.BN // 4, 4)
+        return np.stack([np.where(vec4, _data_wavefronts("tile", NT, g.BM, g.BK // 4, 4),
+                                  _data_wavefronts("tile_sc", NT, g.BM, g.BK // 4, 4)),
+                         np.where(vec4, _data_wavefronts("tile", NT, g.BK, g.BN // 4, 4),
+                                  _data_wavefronts("tile_sc", NT, g.BK, g.BN // 4, 4))])
     return np.stack([_data_wavefronts(*a_key), _data_wavefronts(*b_key)])
 
 

@@ -19,7 +19,8 @@ COALESCED = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
 
 def _tile_reference(threads: int, rows: int, row_len: int, vec: int, res: int) -> int:
     """Every warp of the tile load enumerated (the simulator's bank rule), at a leading dimension of
-    residue ``res`` mod 32 words."""
+    residue ``res`` mod 32 words; a float4 load off the vector path (``res`` not a multiple of 4) as 4
+    scalar loads."""
     ld = 64 * 32 + res
     tid, real, _ = _lanes(threads)
     n = rows * row_len
@@ -27,6 +28,8 @@ def _tile_reference(threads: int, rows: int, row_len: int, vec: int, res: int) -
     act = (real[None, :] & (i < n)).reshape(-1, 32)
     off = ((i // row_len) * ld + vec * (i % row_len)).reshape(-1, 32)
     keep = act.any(axis=1)
+    if vec == 4 and res % 4:
+        return int(sum(shared_wavefronts(off[keep] + e, act[keep], 1, "ld")[0].sum() for e in range(4)))
     return int(shared_wavefronts(off[keep], act[keep], vec, "ld")[0].sum())
 
 
@@ -48,7 +51,27 @@ def test_a_column_walk_conflicts_by_the_residue_of_k() -> None:
     t = global_load_wavefronts(UNCOALESCED)
     assert (t[0, 0], t[0, 1], t[0, 16], t[0, 8]) == (32 * 32, 32, 32 * 16, 32 * 8)
     assert np.all(t[1] == t[1, 0]) and t[1, 0] == 32        # B: one column per warp, a broadcast
-    assert global_load_wavefronts(KernelConfig.parse("warptile")) is None   # not mirrored: lines
+
+
+def test_warp_tiled_a_loads_vector_at_k_multiple_of_4_scalar_otherwise() -> None:
+    # Rung 07's A tile: float4s in lane pairs (simulate._warp_tiled): h = i >> 1, row h % BM, column
+    # 4 (2 (h // BM) + (i & 1)); LDG.128 when K % 4 == 0, else 4 scalar loads per float4.
+    cfg = KernelConfig.parse("warptile")
+    g = geometry(cfg)
+    t = global_load_wavefronts(cfg)
+    tid, real, _ = _lanes(g.threads)
+    n4 = g.BM * g.BK // 4
+    i = tid[None, :] + g.threads * np.arange(-(-n4 // g.threads), dtype=np.int64)[:, None]
+    act = (real[None, :] & (i < n4)).reshape(-1, 32)
+    h = i >> 1
+    row, col = (h % g.BM).reshape(-1, 32), (4 * (2 * (h // g.BM) + (i & 1))).reshape(-1, 32)
+    for q in (0, 8, 1, 6):
+        ld = 64 * 32 + q
+        if q % 4 == 0:
+            want = shared_wavefronts(row * ld + col, act, 4, "ld")[0].sum()
+        else:
+            want = sum(shared_wavefronts(row * ld + col + e, act, 1, "ld")[0].sum() for e in range(4))
+        assert t[0, q] == want, q
 
 
 def test_partial_blocks_of_a_kernel_whose_outside_threads_return() -> None:
