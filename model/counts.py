@@ -198,7 +198,7 @@ def clear_caches() -> None:
     for f in (_tile_load, _c_store, _sts_linear, _sts_transposed, _residues, closed_form_counts):
         f.cache_clear()
     _LDS_CONF.clear()
-    for name in ("_data_wavefronts", "_warp_tile_wavefronts", "exit_block_counts"):
+    for name in ("_data_wavefronts", "_warp_tile_table", "_load_wavefronts", "exit_block_counts"):
         globals()[name].cache_clear()
 
 
@@ -492,13 +492,17 @@ def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.nd
     if kind in ("tile", "tile_sc"):
         # warp by warp: a warp's lanes hold elements i0 .. i0 + lanes - 1 (rows of b vectors); its
         # wavefronts depend only on i0 mod b and its active lanes (a shift of whole rows rotates every bank)
-        n, out = a * b, np.zeros(BANK_RESIDUES)
-        for it in range(-(-n // threads)):
-            for w0 in range(0, threads, WARP_SIZE):
-                i0 = w0 + threads * it
-                lanes = min(WARP_SIZE, threads - w0, n - i0)
-                if lanes > 0:
-                    out = out + _warp_tile_wavefronts(b, vec, i0 % b, lanes, kind == "tile_sc")
+        n = a * b
+        w0 = np.arange(0, threads, WARP_SIZE, dtype=np.int64)[None, :]
+        i0 = (w0 + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]).ravel()
+        lanes = np.minimum(np.minimum(WARP_SIZE, threads - np.broadcast_to(w0, (len(i0) // w0.shape[1], w0.shape[1])).ravel()),
+                           n - i0)
+        sc = kind == "tile_sc"
+        full = lanes == WARP_SIZE
+        out = np.bincount(i0[full] % b, minlength=b).astype(np.float64) @ _warp_tile_table(b, vec, WARP_SIZE, sc)
+        part = np.flatnonzero((lanes > 0) & ~full)
+        for st, ln in zip((i0[part] % b).tolist(), lanes[part].tolist()):
+            out = out + _warp_tile_wavefronts(b, vec, st, ln, sc)
         out.flags.writeable = False
         return out
     expand = 1
@@ -544,23 +548,28 @@ def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.nd
     return out
 
 
-@functools.lru_cache(maxsize=None)
 def _warp_tile_wavefronts(b: int, vec: int, start: int, lanes: int, scalar: bool = False) -> np.ndarray:
     """Data-stage wavefronts of one warp of a tile load whose active lanes read elements start ..
     start + lanes - 1 of rows of ``b`` vectors of ``vec`` floats, at each leading-dimension residue
     (``scalar``: each vector as ``vec`` scalar loads)."""
+    return _warp_tile_table(b, vec, lanes, scalar)[start]
+
+
+@functools.lru_cache(maxsize=None)
+def _warp_tile_table(b: int, vec: int, lanes: int, scalar: bool) -> np.ndarray:
+    """:func:`_warp_tile_wavefronts` for every start 0 .. b-1 at once: a (b, 32) array."""
     from .simulate import shared_wavefronts
-    i = start + np.arange(WARP_SIZE, dtype=np.int64)
-    act = np.arange(WARP_SIZE) < lanes
+    i = np.arange(b, dtype=np.int64)[:, None] + np.arange(WARP_SIZE, dtype=np.int64)[None, :]   # (start, lane)
+    act = np.broadcast_to(np.arange(WARP_SIZE) < lanes, (BANK_RESIDUES, b, WARP_SIZE))
     ld = 64 * BANK_RESIDUES + np.arange(BANK_RESIDUES, dtype=np.int64)
-    off = (i // b)[None] * ld[:, None] + vec * (i % b)[None]
+    off = (i // b)[None] * ld[:, None, None] + vec * (i % b)[None]                              # (res, start, lane)
     if not scalar:
-        wf, _ = shared_wavefronts(off, np.broadcast_to(act, off.shape), vec, "ld")
-        return wf.astype(np.float64)
-    out = np.zeros(BANK_RESIDUES)
-    for e in range(vec):
-        wf, _ = shared_wavefronts(off + e, np.broadcast_to(act, off.shape), 1, "ld")
-        out += wf
+        wf = shared_wavefronts(off.reshape(-1, WARP_SIZE), act.reshape(-1, WARP_SIZE), vec, "ld")[0]
+    else:
+        wf = sum(shared_wavefronts((off + e).reshape(-1, WARP_SIZE), act.reshape(-1, WARP_SIZE), 1, "ld")[0]
+                 for e in range(vec))
+    out = np.ascontiguousarray(wf.reshape(BANK_RESIDUES, b).T.astype(np.float64))
+    out.flags.writeable = False
     return out
 
 
@@ -578,29 +587,39 @@ def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
     if r not in CLOSED_FORM_RUNGS and r not in WARP_TILED_RUNGS:
         return None
     g = geometry(cfg)
-    NT = g.threads
-    vec4 = np.arange(BANK_RESIDUES) % 4 == 0      # float4 kernels: vector loads only at a multiple of 4
-    if r in WARP_TILED_RUNGS:
-        a_sc = _data_wavefronts("elem8", NT, g.BM, g.BK, 1) if g.async_copy else \
-            np.where(vec4, _data_wavefronts("pairs", NT, g.BM, g.BK, 4), _data_wavefronts("pairs_sc", NT, g.BM, g.BK, 4))
-        b_t = np.where(vec4, _data_wavefronts("tile", NT, g.BK, g.BN // 4, 4),
-                       _data_wavefronts("tile_sc", NT, g.BK, g.BN // 4, 4))
-        return np.stack([a_sc, b_t])
     if r == 1:
         p = cfg.p
-        bx, co = p["BX"], p["COALESCED"]
+        return _load_wavefronts(r, g.threads, 0, 0, 0, p["BX"], p["COALESCED"], False)
+    return _load_wavefronts(r, g.threads, g.BM, g.BN, g.BK, 0, 0, bool(r in WARP_TILED_RUNGS and g.async_copy))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_wavefronts(r: int, NT: int, BM: int, BN: int, BK: int, bx: int, co: int, async_copy: bool) -> np.ndarray:
+    """:func:`global_load_wavefronts` by what it depends on (configs differing in TM, TN only share it)."""
+    vec4 = np.arange(BANK_RESIDUES) % 4 == 0      # float4 kernels: vector loads only at a multiple of 4
+    if r in WARP_TILED_RUNGS:
+        a_sc = _data_wavefronts("elem8", NT, BM, BK, 1) if async_copy else \
+            np.where(vec4, _data_wavefronts("pairs", NT, BM, BK, 4), _data_wavefronts("pairs_sc", NT, BM, BK, 4))
+        b_t = np.where(vec4, _data_wavefronts("tile", NT, BK, BN // 4, 4), _data_wavefronts("tile_sc", NT, BK, BN // 4, 4))
+        return _frozen(np.stack([a_sc, b_t]))
+    if r == 1:
         # COALESCED: row = tid // BX (A: rows by lane), B by columns; else row = tid % BX
         a_key = ("rows", NT, bx, 1 if co else 0, 1)
         b_key = ("cols", NT, bx, 1 if co else 0, 1)
     elif r in (2, 3, 4):
-        a_key = ("tile", NT, g.BM, g.BK, 1)
-        b_key = ("tile", NT, g.BK, g.BN, 1)
+        a_key = ("tile", NT, BM, BK, 1)
+        b_key = ("tile", NT, BK, BN, 1)
     else:
-        return np.stack([np.where(vec4, _data_wavefronts("tile", NT, g.BM, g.BK // 4, 4),
-                                  _data_wavefronts("tile_sc", NT, g.BM, g.BK // 4, 4)),
-                         np.where(vec4, _data_wavefronts("tile", NT, g.BK, g.BN // 4, 4),
-                                  _data_wavefronts("tile_sc", NT, g.BK, g.BN // 4, 4))])
-    return np.stack([_data_wavefronts(*a_key), _data_wavefronts(*b_key)])
+        return _frozen(np.stack([np.where(vec4, _data_wavefronts("tile", NT, BM, BK // 4, 4),
+                                          _data_wavefronts("tile_sc", NT, BM, BK // 4, 4)),
+                                 np.where(vec4, _data_wavefronts("tile", NT, BK, BN // 4, 4),
+                                          _data_wavefronts("tile_sc", NT, BK, BN // 4, 4))]))
+    return _frozen(np.stack([_data_wavefronts(*a_key), _data_wavefronts(*b_key)]))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 # ==================================================================================================
