@@ -57,6 +57,9 @@ SCHEMA_VERSION = 1
 SECTOR_WORDS = 8
 LINE_WORDS = 32
 CLOSED_FORM_RUNGS = frozenset({1, 2, 3, 4, 5, 6})
+WARP_TILED_RUNGS = frozenset({7, 8})
+"""Rungs whose global-load patterns :func:`global_load_wavefronts` mirrors beside the closed form's (the
+simulator's ``_warp_tiled`` index maps)."""
 """Rungs whose index maps the closed form mirrors; any other rung is counted by the simulator itself."""
 
 
@@ -195,6 +198,8 @@ def clear_caches() -> None:
     for f in (_tile_load, _c_store, _sts_linear, _sts_transposed, _residues, closed_form_counts):
         f.cache_clear()
     _LDS_CONF.clear()
+    for name in ("_data_wavefronts", "_warp_tile_table", "_load_wavefronts", "exit_block_counts"):
+        globals()[name].cache_clear()
 
 
 # ==================================================================================================
@@ -460,6 +465,193 @@ def closed_form_counts(cfg: KernelConfig):
         ffma_thread=NT * ffma, ffma_warp=warps * ffma, bar_warp=bars,
         int_warp_est=warps * (5 + 3 * ldg_slots + sts_slots),
         gst_requests=gst[0], gst_sectors=gst[1])
+
+
+# ==================================================================================================
+# L1 data-stage wavefronts of the global loads, by leading-dimension residue
+# ==================================================================================================
+
+BANK_RESIDUES = 32
+"""Banks of the L1 data array (32 x 4 bytes, the array shared memory uses): a global load's data-stage
+wavefronts depend on the leading dimension only through its residue mod 32 words."""
+
+
+@functools.lru_cache(maxsize=None)
+def _data_wavefronts(kind: str, threads: int, a: int, b: int, vec: int) -> np.ndarray:
+    """Data-stage wavefronts (bank conflicts included) of one block's warp-level global loads of one
+    operand in one iteration, at a leading dimension of each residue mod 32 words (an array of 32).
+    ``kind``: "tile" (``_tile_load``'s pattern: ``a`` rows of ``b`` vectors of ``vec`` floats; "tile_sc":
+    the same vectors each read as ``vec`` scalar loads, the float4 kernels' path when the leading dimension
+    is not a multiple of 4), "pairs" / "pairs_sc" (rung 07's A: float4s in lane pairs, ``a`` = BM, ``b`` =
+    BK), "elem8" (rung 08's A: 4-byte cp.async copies, 8 consecutive k per row), "rows"
+    (the naive kernel's lane rows: lane -> row ``tid % a`` when ``b`` = 0 (threadIdx.x walks the rows),
+    else ``tid // a``; one float each; ``a`` = BX), "cols" (the naive kernel's other operand, lane ->
+    column ``tid % a`` when ``b`` = 1, else ``tid // a``: one row, so no dependence on the residue)."""
+    from .simulate import shared_wavefronts
+    tid, real, tpad = _lanes(threads)
+    if kind in ("tile", "tile_sc"):
+        # warp by warp: a warp's lanes hold elements i0 .. i0 + lanes - 1 (rows of b vectors); its
+        # wavefronts depend only on i0 mod b and its active lanes (a shift of whole rows rotates every bank)
+        n = a * b
+        w0 = np.arange(0, threads, WARP_SIZE, dtype=np.int64)[None, :]
+        i0 = (w0 + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]).ravel()
+        lanes = np.minimum(np.minimum(WARP_SIZE, threads - np.broadcast_to(w0, (len(i0) // w0.shape[1], w0.shape[1])).ravel()),
+                           n - i0)
+        sc = kind == "tile_sc"
+        full = lanes == WARP_SIZE
+        out = np.bincount(i0[full] % b, minlength=b).astype(np.float64) @ _warp_tile_table(b, vec, WARP_SIZE, sc)
+        part = np.flatnonzero((lanes > 0) & ~full)
+        for st, ln in zip((i0[part] % b).tolist(), lanes[part].tolist()):
+            out = out + _warp_tile_wavefronts(b, vec, st, ln, sc)
+        out.flags.writeable = False
+        return out
+    expand = 1
+    if kind in ("pairs", "pairs_sc"):
+        n4 = a * b // 4
+        i = tid[None, :] + threads * np.arange(-(-n4 // threads), dtype=np.int64)[:, None]
+        act = real[None, :] & (i < n4)
+        h = i >> 1
+        row, col = h % a, 4 * (2 * (h // a) + (i & 1))
+        if kind == "pairs_sc":
+            expand, vec = 4, 1
+    elif kind == "elem8":
+        n = a * b
+        e = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
+        act = real[None, :] & (e < n)
+        row, col = (e // 8) % a, 8 * (e // (8 * a)) + e % 8
+    elif kind == "rows":
+        row = (tid % a if b == 0 else tid // a)[None]
+        col, act = np.zeros_like(row), real[None]
+    else:
+        col = (tid % a if b else tid // a)[None]
+        row, act = np.zeros_like(col), real[None]
+    if expand > 1:     # each vector read as scalar loads: one warp instruction per element
+        e4 = np.arange(expand, dtype=np.int64)[None, :, None]
+        row = np.broadcast_to(row[:, None, :], (row.shape[0], expand, row.shape[1])).reshape(-1, row.shape[-1])
+        col = (col[:, None, :] + e4).reshape(-1, col.shape[-1])
+        act = np.broadcast_to(act[:, None, :], (act.shape[0], expand, act.shape[1])).reshape(-1, act.shape[-1])
+    keep = act.reshape(-1, WARP_SIZE).any(axis=1)
+    row, col, act = (x.reshape(-1, WARP_SIZE)[keep] for x in (row, col, act))
+    # A warp's wavefronts do not change when all its rows shift by one (every bank rotates alike): count
+    # each distinct warp pattern (rows relative to its first lane's, columns, active lanes) once.
+    rel = np.where(act, row - row[:, :1], -1)
+    key = np.concatenate([rel, np.where(act, col, -1)], axis=1)
+    _, first, mult = np.unique(key, axis=0, return_index=True, return_counts=True)
+    row, col, act = rel[first], col[first], act[first]
+    # any leading dimension with the residue (rows in different lines): one row of warps per residue
+    ld = 64 * BANK_RESIDUES + np.arange(BANK_RESIDUES, dtype=np.int64)
+    off = (np.maximum(row, 0)[None] * ld[:, None, None] + col[None]).reshape(-1, WARP_SIZE)
+    wf, _ = shared_wavefronts(off, np.broadcast_to(act[None], (BANK_RESIDUES,) + act.shape).reshape(-1, WARP_SIZE),
+                              vec, "ld")
+    out = (wf.reshape(BANK_RESIDUES, -1) * mult[None]).sum(axis=1).astype(np.float64)
+    out.flags.writeable = False
+    return out
+
+
+def _warp_tile_wavefronts(b: int, vec: int, start: int, lanes: int, scalar: bool = False) -> np.ndarray:
+    """Data-stage wavefronts of one warp of a tile load whose active lanes read elements start ..
+    start + lanes - 1 of rows of ``b`` vectors of ``vec`` floats, at each leading-dimension residue
+    (``scalar``: each vector as ``vec`` scalar loads)."""
+    return _warp_tile_table(b, vec, lanes, scalar)[start]
+
+
+@functools.lru_cache(maxsize=None)
+def _warp_tile_table(b: int, vec: int, lanes: int, scalar: bool) -> np.ndarray:
+    """:func:`_warp_tile_wavefronts` for every start 0 .. b-1 at once: a (b, 32) array."""
+    from .simulate import shared_wavefronts
+    i = np.arange(b, dtype=np.int64)[:, None] + np.arange(WARP_SIZE, dtype=np.int64)[None, :]   # (start, lane)
+    act = np.broadcast_to(np.arange(WARP_SIZE) < lanes, (BANK_RESIDUES, b, WARP_SIZE))
+    ld = 64 * BANK_RESIDUES + np.arange(BANK_RESIDUES, dtype=np.int64)
+    off = (i // b)[None] * ld[:, None, None] + vec * (i % b)[None]                              # (res, start, lane)
+    if not scalar:
+        wf = shared_wavefronts(off.reshape(-1, WARP_SIZE), act.reshape(-1, WARP_SIZE), vec, "ld")[0]
+    else:
+        wf = sum(shared_wavefronts((off + e).reshape(-1, WARP_SIZE), act.reshape(-1, WARP_SIZE), 1, "ld")[0]
+                 for e in range(vec))
+    out = np.ascontiguousarray(wf.reshape(BANK_RESIDUES, b).T.astype(np.float64))
+    out.flags.writeable = False
+    return out
+
+
+def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
+    """(2, 32) array: L1 data-stage wavefronts of one block's global loads in one iteration, of A by the
+    residue of K mod 32 (row 0) and of B by the residue of N mod 32 (row 1); None for a rung whose
+    load pattern the closed form does not mirror (the timing model then takes the 128-byte lines).
+
+    The L1 data array has 32 banks of 4 bytes (the array shared memory uses); a global load whose lanes
+    read words of different lines in one bank is split into that many wavefronts - Nsight Compute counts
+    them as ``l1tex__data_bank_conflicts_pipe_lsu_mem_global_op_ld``. Rows of a matrix whose leading
+    dimension is a multiple of 32 words start in the same bank: the naive kernel's column walk over 32
+    rows costs 32 wavefronts; at an odd leading dimension the 32 rows fall in 32 banks: one."""
+    r = cfg.rung
+    if r not in CLOSED_FORM_RUNGS and r not in WARP_TILED_RUNGS:
+        return None
+    g = geometry(cfg)
+    if r == 1:
+        p = cfg.p
+        return _load_wavefronts(r, g.threads, 0, 0, 0, p["BX"], p["COALESCED"], False)
+    return _load_wavefronts(r, g.threads, g.BM, g.BN, g.BK, 0, 0, bool(r in WARP_TILED_RUNGS and g.async_copy))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_wavefronts(r: int, NT: int, BM: int, BN: int, BK: int, bx: int, co: int, async_copy: bool) -> np.ndarray:
+    """:func:`global_load_wavefronts` by what it depends on (configs differing in TM, TN only share it)."""
+    vec4 = np.arange(BANK_RESIDUES) % 4 == 0      # float4 kernels: vector loads only at a multiple of 4
+    if r in WARP_TILED_RUNGS:
+        a_sc = _data_wavefronts("elem8", NT, BM, BK, 1) if async_copy else \
+            np.where(vec4, _data_wavefronts("pairs", NT, BM, BK, 4), _data_wavefronts("pairs_sc", NT, BM, BK, 4))
+        b_t = np.where(vec4, _data_wavefronts("tile", NT, BK, BN // 4, 4), _data_wavefronts("tile_sc", NT, BK, BN // 4, 4))
+        return _frozen(np.stack([a_sc, b_t]))
+    if r == 1:
+        # COALESCED: row = tid // BX (A: rows by lane), B by columns; else row = tid % BX
+        a_key = ("rows", NT, bx, 1 if co else 0, 1)
+        b_key = ("cols", NT, bx, 1 if co else 0, 1)
+    elif r in (2, 3, 4):
+        a_key = ("tile", NT, BM, BK, 1)
+        b_key = ("tile", NT, BK, BN, 1)
+    else:
+        return _frozen(np.stack([np.where(vec4, _data_wavefronts("tile", NT, BM, BK // 4, 4),
+                                          _data_wavefronts("tile_sc", NT, BM, BK // 4, 4)),
+                                 np.where(vec4, _data_wavefronts("tile", NT, BK, BN // 4, 4),
+                                          _data_wavefronts("tile_sc", NT, BK, BN // 4, 4))]))
+    return _frozen(np.stack([_data_wavefronts(*a_key), _data_wavefronts(*b_key)]))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+# ==================================================================================================
+# Blocks whose tile is partly outside C, in kernels whose outside threads return
+# ==================================================================================================
+
+
+def exit_pattern(cfg: KernelConfig) -> tuple[int, int, int] | None:
+    """(threads, BX, COALESCED) of a kernel whose threads outside C return before the loop (the
+    simulator's ``thread_active``: the naive kernel's ``if (row >= M || col >= N) return;``), or None when
+    every thread of a block takes part (tile loads, barriers) whatever part of its tile lies outside C."""
+    if cfg.rung != 1:
+        return None
+    p = cfg.p
+    return geometry(cfg).threads, int(p["BX"]), int(p["COALESCED"])
+
+
+@functools.lru_cache(maxsize=None)
+def exit_block_counts(threads: int, bx: int, coalesced: int, rv: int, cv: int) -> tuple[int, int, int]:
+    """(active warps, global-load 128-byte lines, warp-level global loads) of one block of
+    :func:`exit_pattern` ``(threads, bx, coalesced)`` in one iteration, when ``rv`` rows and ``cv``
+    columns of its tile lie inside C: a warp none of whose threads is inside has returned; an active
+    warp's loads touch the lines of its active lanes only (the simulator's ``_naive`` index map)."""
+    tid, real, tpad = _lanes(threads)
+    tx, ty = tid % bx, tid // bx
+    row, col = (ty, tx) if coalesced else (tx, ty)
+    act = real & (row < rv) & (col < cv)
+    K = 64 * LINE_WORDS                    # rows of A in different lines, as at any real size
+    a = _global_counts(row * K, act, 1)
+    b = _global_counts(col, act, 1)
+    warps = int(act.reshape(-1, WARP_SIZE).any(axis=1).sum())
+    return warps, a[2] + b[2], a[0] + b[0]
 
 
 EXTRA_FIELDS = ("k_tile", "store_lines")

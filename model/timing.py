@@ -31,10 +31,20 @@ UC Berkeley 2016).* Each resident warp alternates between *delay* - the cycles i
 waiting, ``Z = T1 - I/4`` where ``T1`` is the single-warp trace time of one iteration and ``I`` its
 instructions (the ``3I/4`` of a warp's own issue that the other schedulers cannot use is in ``Z``:
 Seidmann's approximation of the 4-scheduler station by one server of a quarter the service time
-plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + shared^p + L1^p)^(1/p)`` per warp
+plus a delay) - and *service* at the SM's pipes, ``s = (issue^p + (shared + L1)^p)^(1/p)`` per warp
 and iteration: issue ``I/4`` (4 schedulers, one instruction a cycle each), shared ``S/r`` (``r``
-wavefronts a cycle from the shared bandwidth), L1 ``G`` (one 128-byte line a cycle in the tag stage);
-the exponent ``p`` says how far the pipes overlap.
+wavefronts a cycle from the shared bandwidth), L1 ``G``: the global loads' wavefronts in the L1 data
+stage (bank conflicts included: A's rows K words apart, B's N; :func:`model.counts.global_load_wavefronts`)
+or their 128-byte lines in the tag stage at ~3 a cycle, whichever is longer (one line a cycle where the
+data stage is not known). Shared and global wavefronts *add*: shared memory and the L1 are one SRAM
+array behind one data stage (the L1TEX unit; Nsight Compute counts both kinds in
+``l1tex__data_pipe_lsu_wavefronts``), so they cannot overlap each other, only the issue. The exponent
+``p`` says how far the data stage and the issue overlap.
+
+*Blocks partly outside C.* A kernel whose threads outside C return before the loop (the naive kernel)
+runs only the warps of an edge block that have a thread inside C, and their loads touch only the active
+lanes' lines: the launch's mean block replaces the interior one (:func:`_partial_blocks`). At a skinny
+M or N every block is an edge block (at N = 1 one warp of 32 runs, alone on its SM).
 
 *The load/store pipe's issue rate.* A warp's memory instruction (global, shared, local) is accepted by
 the SM's LD/ST units, ``[sm].ld_st_units`` per SM: it holds its pipe ``warp_size / ld_st_units``
@@ -50,7 +60,10 @@ of the ``n`` resident warps in this closed network gives the time of one iterati
 *Loaded latency.* A loop with a barrier waits, every iteration, for the slowest of all its warps' tile
 loads - many lines, at least one of them first touched in that iteration (a miss, or a hit on a miss in
 flight) and queued behind the others: the global-load latency the trace waits is ``latency_scale x``
-the L2 hit latency (``latency_scale`` is one of the calibrated parameters). A loop without a barrier
+the L2 hit latency (``latency_scale`` is one of the calibrated parameters), plus DRAM's extra latency
+(unloaded, DRAM - L2) in the share ``f`` of the tile bytes that miss L2 (the traffic model's DRAM read
+bytes over its L2 read bytes): small at large square sizes, 1/2 to 1 when one operand streams from DRAM
+once (a skinny M or N, where each of its tiles is read by one block). A loop without a barrier
 (each warp on its own, e.g. the naive kernel) waits only for its own few lines per exposure: the
 unloaded L2 hit latency, or DRAM's when one of those sectors is read from DRAM, with the probability
 the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the seed's 16x16 versus
@@ -224,6 +237,14 @@ def rates(gpu) -> Rates:
 # Per-config profile (size-independent counts per block and iteration)
 # --------------------------------------------------------------------------------------------------
 
+_BANK_RESIDUES = 32     # model.counts.BANK_RESIDUES: banks of the L1 data array
+# The L1 tag stage's rate for a global load whose lanes touch many lines: about 3 lines a cycle. No
+# published figure: inferred from the H200 development rows (ladder, edge_dev, edge_val*) of the naive
+# kernel walking A's column at an odd K, where every lane reads its own bank (one data wavefront) and a
+# warp's 32 lines cost ~11 cycles per iteration (at K a multiple of 32 they cost 32: the data stage's
+# 32-way bank conflict; 3 and 4 lines a cycle score within 0.5 % of each other on those rows).
+_L1_TAG_LINES_PER_CYCLE = 3.0
+
 TRACE_GLOBAL = np.arange(0.0, 1601.0, 100.0)    # tools.compiler_facts.TRACE_GLOBAL_LATENCIES
 TRACE_SHARED = np.array([20.0, 40.0])           # tools.compiler_facts.TRACE_SHARED_LATENCIES
 
@@ -237,6 +258,7 @@ class Profile:
     instructions_per_warp: float  # I, SASS instructions per warp and iteration
     shared_wavefronts: float      # S, per block and iteration (loads + stores)
     l1_lines: float               # G, 128-byte line wavefronts of global loads per block and iteration
+    gld_sectors: float            # 32-byte sectors of the global loads per block and iteration
     store_sectors: float          # C-store sectors of one block (its epilogue)
     store_lines: float            # C-store 128-byte line wavefronts of one block (L1 tag stage)
     registers: int
@@ -252,15 +274,20 @@ class Profile:
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
     local_stores: float = 0.0               # spill stores (STL) per warp and iteration
     bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration
+    global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
+    l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
+    exit_pattern: tuple = (0, 0, 0)         # (threads, BX, COALESCED) when threads outside C return (_partial_blocks)
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
-                 "int_warp_est", "lds_wavefronts", "sts_wavefronts", "gld_lines", "gst_sectors", "k_tile", "store_lines")
+                 "int_warp_est", "lds_wavefronts", "sts_wavefronts", "gld_lines", "gst_sectors", "k_tile", "store_lines",
+                 "gld_sectors")
 """What a profile takes from :func:`model.counts.steady_counts` and :func:`model.counts.steady_extras`."""
 
 
 def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Sequence,
-                     registers: Sequence[int | None] | None) -> dict[str, np.ndarray]:
+                     registers: Sequence[int | None] | None, cfgs: Sequence[KernelConfig] | None = None
+                     ) -> dict[str, np.ndarray]:
     """The profile of many configs as columns (one entry per config): the one definition of the profile,
     used by :func:`profile` (one config) and :func:`_arrays_for` (a whole space).
 
@@ -268,7 +295,9 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     problem of two tiles per dimension, K long enough that rows of A lie in different 128-byte lines, as
     at any real size: :func:`model.counts.probe_size`); ``facts``: the compiler facts of each config or
     None; ``geos``: the geometries; ``registers``: registers asked for per config (None: the facts', else
-    :func:`~model.registry.min_registers`)."""
+    :func:`~model.registry.min_registers`); ``cfgs``: the configs, for the L1 data-stage wavefronts of
+    their global loads by leading-dimension residue (:func:`model.counts.global_load_wavefronts`;
+    without them, or for a pattern it does not know, the 128-byte lines at every residue)."""
     n = len(geos)
     warps = np.maximum(cnt["warps"], 1.0)
     ffma_per_warp_it = cnt["ffma_warp"] / warps
@@ -306,13 +335,27 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
         has_trace[traced] = True
     asked = np.zeros(n, dtype=np.int64) if registers is None else np.array([r or 0 for r in registers], dtype=np.int64)
     regs = np.where(asked != 0, asked, np.where(fregs != 0, fregs, [min_registers(g) for g in geos]))
+    gld_wf = np.zeros((n, 2, _BANK_RESIDUES))
+    gld_wf[:, 0, :] = np.asarray(cnt["gld_lines"], dtype=np.float64)[:, None]
+    has_wf = np.zeros(n, dtype=bool)
+    exits = np.zeros((n, 3))
+    if cfgs is not None:
+        from .counts import exit_pattern, global_load_wavefronts
+        for i, c in enumerate(cfgs):
+            t = global_load_wavefronts(c)
+            if t is not None:
+                gld_wf[i], has_wf[i] = t, True
+            e = exit_pattern(c)
+            if e is not None:
+                exits[i] = e
     return {"warps": cnt["warps"], "k_tile": cnt["k_tile"].astype(np.int64), "instr": instr,
             "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
+            "gld_sectors": cnt["gld_sectors"],
             "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
-            "bank_conflicts": bank}
+            "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits}
 
 
 @lru_cache(maxsize=100_000)
@@ -323,11 +366,13 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
 
     b, extras = steady_counts(cfg), steady_extras(cfg)
     cnt = {f: np.array([float(extras[f] if f in EXTRA_FIELDS else getattr(b, f))]) for f in _COUNT_FIELDS}
-    c = {k: v[0] for k, v in _profile_columns(cnt, [facts_for(cfg, arch)], [geometry(cfg)], [registers]).items()}
+    c = {k: v[0] for k, v in _profile_columns(cnt, [facts_for(cfg, arch)], [geometry(cfg)], [registers],
+                                              [cfg]).items()}
     tr = c["trace"]
     chain = float((tr[-1, 0] - tr[-2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]))
     return Profile(warps=b.warps, k_tile=int(c["k_tile"]), instructions_per_warp=float(c["instr"]),
                    shared_wavefronts=float(c["shared_wf"]), l1_lines=float(c["l1_lines"]),
+                   gld_sectors=float(c["gld_sectors"]),
                    store_sectors=float(c["store_sectors"]), store_lines=float(c["store_lines"]),
                    registers=int(c["registers"]), source="sass" if c["has_trace"] else "estimate",
                    trace=tuple(map(tuple, tr.tolist())), prologue=tuple(map(tuple, c["prologue"].tolist())),
@@ -335,6 +380,9 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    local_loads=float(c["local_loads"]), local_bytes=float(c["local_bytes"]),
                    global_load_instructions=float(c["gld_instr"]), shared_instructions=float(c["shared_instr"]),
                    bank_conflicts=float(c["bank_conflicts"]),
+                   global_load_wavefronts=tuple(map(tuple, c["gld_wf"].tolist())),
+                   l1_tag_limited=bool(c["has_wf"]),
+                   exit_pattern=tuple(int(x) for x in c["exits"]),
                    local_stores=float(c["local_stores"]))
 
 
@@ -354,6 +402,7 @@ class ProfileArrays:
     instr: np.ndarray
     shared_wf: np.ndarray
     l1_lines: np.ndarray
+    gld_sectors: np.ndarray  # 32-byte sectors of the global loads per block and iteration
     store_sectors: np.ndarray
     store_lines: np.ndarray
     trace: np.ndarray        # (rows, len(TRACE_GLOBAL), len(TRACE_SHARED))
@@ -368,6 +417,9 @@ class ProfileArrays:
     shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
     local_stores: np.ndarray  # spill stores per warp and iteration
     bank_conflicts: np.ndarray  # extra register-bank reads of the FFMAs per warp and iteration
+    gld_wf: np.ndarray       # (rows, 2, 32): L1 data-stage wavefronts of A by K mod 32, of B by N mod 32
+    has_wf: np.ndarray       # gld_wf known (else it holds the 128-byte lines): see _l1_wavefronts
+    exits: np.ndarray        # (rows, 3): (threads, BX, COALESCED) when threads outside C return, else 0
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -429,7 +481,61 @@ def _bank_delay(pa: ProfileArrays, r: Rates) -> np.ndarray:
     return out
 
 
-def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None):
+def _l1_wavefronts(pa: ProfileArrays, K, N) -> np.ndarray:
+    """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
+    data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
+    conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, which looks up
+    :data:`_L1_TAG_LINES_PER_CYCLE` 128-byte lines a cycle, whichever is longer. Where the data stage
+    is not known per residue, one line a cycle (the data stage of a line-per-wavefront access)."""
+    rows = np.arange(len(pa))
+    kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
+    nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
+    data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr]
+    return np.where(pa.has_wf > 0, np.maximum(data, pa.l1_lines / _L1_TAG_LINES_PER_CYCLE), pa.l1_lines)
+
+
+def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
+    """The blocks of a kernel whose threads outside C return before the loop (the naive kernel), averaged
+    over the launch: a block whose tile lies partly outside C runs only its warps with a thread inside,
+    and their loads touch the lines of the active lanes only (:func:`model.counts.exit_block_counts`).
+    The launch has ``(gm-1)(gn-1)`` interior blocks, ``gn-1`` of the last block row (``M - (gm-1) BM``
+    valid rows), ``gm-1`` of the last column and one corner; their mean active warps, lines and loads
+    replace the interior block's (when there are no more blocks than SMs, each SM runs one and the
+    slowest class present sets the time: its counts). At a skinny M or N every block is such a block: at N = 1 one warp of
+    the uncoalesced 32x32 kernel's 32 runs, alone on its SM (latency-bound), at M = 1 every warp runs
+    with one lane (2 lines a load instead of 33). Kernels whose threads all take part (tile loads and
+    barriers) keep the interior counts."""
+    ex = np.flatnonzero(pa.exits[:, 0] > 0)
+    if not len(ex):
+        return pa
+    from .counts import exit_block_counts
+    n = len(pa)
+    M, N, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))[ex] for x in (M, N, gm, gn))
+    BM, BN = pa.BM[ex], pa.BN[ex]
+    th, bx, co = (pa.exits[ex, j].astype(np.int64) for j in range(3))
+    rv, cv = M - (gm - 1) * BM, N - (gn - 1) * BN
+    one_each = gm * gn <= sms       # one block per SM: the slowest block sets the time, not the mean
+    rows, inv = _distinct_rows(th, bx, co, BM, BN, rv, cv, gm, gn, one_each)
+    mean, full = np.empty((len(rows), 3)), np.empty((len(rows), 3))
+    for q, (t, x, c, bm, bn, r_, c_, m_, n_, one) in enumerate(rows):
+        cls = (((m_ - 1) * (n_ - 1), bm, bn), (n_ - 1, r_, bn), (m_ - 1, bm, c_), (1, r_, c_))
+        got = [(w, np.array(exit_block_counts(t, x, c, a, b), dtype=np.float64)) for w, a, b in cls if w]
+        mean[q] = max((v for _, v in got), key=tuple) if one else sum(w * v for w, v in got) / (m_ * n_)
+        full[q] = exit_block_counts(t, x, c, bm, bn)
+    (W, L, R), (W0, L0, R0) = mean[inv].T, full[inv].T
+    lr, wr = L / np.maximum(L0, 1.0), W / np.maximum(W0, 1.0)
+    out = {f.name: getattr(pa, f.name).copy() for f in fields(pa)}
+    out["warps"][ex] = np.maximum(np.round(W), 1.0)    # whole warps: the customers of the mean value analysis
+    out["l1_lines"][ex] = pa.l1_lines[ex] * lr
+    out["gld_sectors"][ex] = pa.gld_sectors[ex] * lr
+    out["gld_instr"][ex] = pa.gld_instr[ex] * R / np.maximum(R0, 1.0)
+    out["gld_wf"][ex] = pa.gld_wf[ex] * lr[:, None, None]
+    out["store_sectors"][ex] = pa.store_sectors[ex] * wr
+    out["store_lines"][ex] = pa.store_lines[ex] * wr
+    return ProfileArrays(**out)
+
+
+def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None, l1_wf=None):
     """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency).
 
     The customers of the mean value analysis are the warps when the loop has no barrier (each warp runs
@@ -451,9 +557,13 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # (L1 tag stage), and at least warp_size / LD/ST units cycles - 2 on a 16-unit SM (GA102, AD10x), so
     # narrow loads (one line, one wavefront) run at half the rate of a 32-unit SM (GA100, GH100).
     shared = np.maximum(pa.shared_wf / r.shared_wavefronts_per_cycle, pa.shared_instr * r.lsu_cycles) / W
-    l1 = np.maximum(pa.l1_lines, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
+    if l1_wf is None:
+        l1_wf = pa.l1_lines
+    l1 = np.maximum(l1_wf, pa.gld_instr * r.lsu_cycles) / W + (pa.local_loads + pa.local_stores) * max(r.lsu_cycles, 1.0)
     p = prm.p
-    s_w = (issue ** p + shared ** p + l1 ** p) ** (1.0 / p)
+    # Shared and global wavefronts pass the same L1TEX data stage (one SRAM array): they add, and the sum
+    # overlaps the issue as the exponent p says.
+    s_w = (issue ** p + (shared + l1) ** p) ** (1.0 / p)
     spills = pa.local_loads * ldl_lat / prm.spill_overlap
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
@@ -678,15 +788,33 @@ def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes)
     """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
     block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
     for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
-    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its 128-byte
-    lines per iteration, 4 sectors each, over the latencies in series per iteration), whether it fetched
+    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its global
+    loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four - over the
+    latencies in series per iteration), whether it fetched
     them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
     wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
     f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
     chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
-    n = 4.0 * pa.l1_lines / pa.warps / np.maximum(chain, 0.05)
+    n = pa.gld_sectors / pa.warps / np.maximum(chain, 0.05)
     miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
     return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
+
+
+def _dram_share_waited(pa: ProfileArrays, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads) -> np.ndarray:
+    """The share of a barrier loop's waits that wait for DRAM. Per operand, the share of its tile bytes
+    read from DRAM: A's tiles are read by the ``gn`` block columns, B's by the ``gm`` block rows, once
+    each from DRAM (``1/gn``, ``1/gm``), plus the re-reads the traffic model adds (its DRAM reads beyond
+    A + B, over its L2 reads, on both). A loop that issues all its tile loads before it waits (one global
+    latency per iteration in the trace) waits for the slowest: DRAM when either operand's line misses,
+    ``1 - (1 - fA)(1 - fB)``. A loop whose trace waits for its loads one after another (a latency chain of
+    two or more: each load stored to shared memory before the next is issued) waits for each operand in
+    turn: on average ``(fA + fB) / 2`` - at a skinny M, B streams from DRAM while A (one row of tiles)
+    stays in L2, and only B's waits take DRAM's latency."""
+    x = np.clip((dram_reads - a_bytes - b_bytes) / np.maximum(l2_reads, 1.0), 0.0, 1.0)
+    fa = np.minimum(1.0, 1.0 / np.maximum(gn, 1) + x)
+    fb = np.minimum(1.0, 1.0 / np.maximum(gm, 1) + x)
+    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
+    return np.where(chain >= 1.5, 0.5 * (fa + fb), 1.0 - (1.0 - fa) * (1.0 - fb))
 
 
 def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
@@ -714,6 +842,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
+    pa = _partial_blocks(pa, M, N, gm, gn, r.sms)
     # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
     # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
     S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
@@ -749,13 +878,21 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
     # operation): one more launch, and C's bytes written through the L2.
     t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
-    lg = np.where(pa.barriers > 0, prm.latency_scale * r.l2_latency_cycles,
-                  _waited_latency(r, pa, l2_bytes - 32.0 * pa.store_sectors * blocks, dram_reads))
+    # The loaded latency a barrier waits for every iteration: latency_scale x the L2 hit latency (the
+    # slowest of many tile lines, queued behind the others), plus DRAM's extra latency in the share of
+    # the tile bytes that miss L2 (f = DRAM read bytes / L2 read bytes: the traffic model's miss ratio).
+    # When one operand streams from DRAM (a skinny M or N: each tile of it is read by one block only),
+    # f -> 1/2 .. 1 and the iteration waits for DRAM; at large square sizes f is small.
+    l2_reads = l2_bytes - 32.0 * pa.store_sectors * blocks
+    f_miss = _dram_share_waited(pa, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads)
+    lsync = prm.latency_scale * r.l2_latency_cycles + f_miss * (r.dram_latency_cycles - r.l2_latency_cycles)
+    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     bank = _bank_delay(pa, r)
-    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, bank)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, bank)
+    l1_wf = _l1_wavefronts(pa, K, N)
+    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, bank, l1_wf)
+    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, bank, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
     # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
     # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
@@ -794,12 +931,13 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
 _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_per_warp", "shared_wf": "shared_wavefronts",
-                 "l1_lines": "l1_lines", "store_sectors": "store_sectors", "store_lines": "store_lines",
+                 "l1_lines": "l1_lines", "gld_sectors": "gld_sectors", "store_sectors": "store_sectors", "store_lines": "store_lines",
                  "trace": "trace", "prologue": "prologue", "epilogue": "epilogue_instructions",
                  "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
                  "registers": "registers", "gld_instr": "global_load_instructions",
                  "shared_instr": "shared_instructions", "local_stores": "local_stores",
-                 "bank_conflicts": "bank_conflicts"}
+                 "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
+                 "has_wf": "l1_tag_limited", "exits": "exit_pattern"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
@@ -827,7 +965,7 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
     geos = [geometry(c) for c in cfgs]
     table = load_facts(gpu.arch)
     col = _profile_columns(counts_array(cfgs, _COUNT_FIELDS, keys=keys), [table.get(k) for k in keys], geos,
-                           registers)
+                           registers, cfgs)
     return (_assemble(gpu, geos, col),), col
 
 
@@ -892,7 +1030,9 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                  f"[{prof.source}]",
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": f"n warps x {prof.l1_lines / prof.warps:.2f} global-load lines per warp-iteration / 1 per cycle",
+        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]))[0]) / prof.warps:.2f} global-load "
+               f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the lines at ' + format(_L1_TAG_LINES_PER_CYCLE, 'g') + ' a cycle in the tag stage' if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
+               f"added to the shared wavefronts (one L1TEX data stage)"),
         "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle global latency "
                     f"({'loaded: latency_scale x L2, a barrier waits for all tile loads' if prof.barriers > 0 else 'L2, or DRAM when a waited sector misses L2'}) "
                     f"({prof.latency_chain:.2f} latencies in series per iteration, "
@@ -904,7 +1044,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
     notes = list(rt.notes)
-    notes.append(f"per iteration: service = (issue^p + shared^p + l1^p)^(1/p), p = {prm.p:.2f}; delay = the traced "
+    notes.append(f"per iteration: service = (issue^p + (shared + l1)^p)^(1/p), p = {prm.p:.2f}; delay = the traced "
                  f"single-warp latency; combined by mean value analysis over the {b * prof.warps} resident warps; "
                  f"parameters: {prm.calibrated_on}")
     if max_blocks_per_sm is not None:

@@ -150,9 +150,11 @@ def test_l2_bytes_hold_the_tile_loads_and_cs_stores() -> None:
 
 
 def test_a_partial_k_tile_costs_a_whole_iteration() -> None:
-    # ceil(K / BK) iterations: K = BK + 1 runs two, the same as 2 BK (flooring would give one)
+    # ceil(K / BK) iterations: K = BK + 1 runs two, the same as 2 BK (flooring would give one). Compared
+    # on the issue time (iterations x instructions): the L1 part of an iteration also depends on K's
+    # residue mod 32 (the data stage's bank conflicts of A's rows), which differs between 65 and 72.
     cfg = KernelConfig.parse("reg2d")
-    t64, t65, t72 = (float(_ev(cfg, 1024, 1024, k)["sm_cycles"]) for k in (64, 65, 72))
+    t64, t65, t72 = (float(_ev(cfg, 1024, 1024, k)["limits"][0]) for k in (64, 65, 72))
     assert t65 == pytest.approx(t72) and t65 > t64 * 1.05
 
 

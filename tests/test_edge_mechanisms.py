@@ -1,0 +1,99 @@
+"""The timing model's mechanisms for edge shapes (issue 8): partial blocks of kernels whose outside threads
+return, the L1 data stage's bank conflicts by leading-dimension residue, the DRAM share of a barrier loop's
+waits. Each test checks the mechanism's own numbers (hand-countable), not a fit."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from model.counts import _lanes, exit_block_counts, exit_pattern, global_load_wavefronts
+from model.registry import KernelConfig, geometry
+from model.simulate import shared_wavefronts
+from model.spec import load_gpu
+from model.timing import predict_rows
+
+H200 = load_gpu("h200")
+UNCOALESCED = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=0")
+COALESCED = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
+
+
+def _tile_reference(threads: int, rows: int, row_len: int, vec: int, res: int) -> int:
+    """Every warp of the tile load enumerated (the simulator's bank rule), at a leading dimension of
+    residue ``res`` mod 32 words; a float4 load off the vector path (``res`` not a multiple of 4) as 4
+    scalar loads."""
+    ld = 64 * 32 + res
+    tid, real, _ = _lanes(threads)
+    n = rows * row_len
+    i = tid[None, :] + threads * np.arange(-(-n // threads), dtype=np.int64)[:, None]
+    act = (real[None, :] & (i < n)).reshape(-1, 32)
+    off = ((i // row_len) * ld + vec * (i % row_len)).reshape(-1, 32)
+    keep = act.any(axis=1)
+    if vec == 4 and res % 4:
+        return int(sum(shared_wavefronts(off[keep] + e, act[keep], 1, "ld")[0].sum() for e in range(4)))
+    return int(shared_wavefronts(off[keep], act[keep], vec, "ld")[0].sum())
+
+
+@pytest.mark.parametrize("spec", ["smem:BM=8,BN=8,BK=8", "reg2d", "reg2d:BM=64,BN=128,BK=16,TM=8,TN=4",
+                                  "float4", "dbuf:BM=64,BN=64,BK=16,TM=8,TN=8"])
+def test_tile_load_wavefronts_equal_every_warp_enumerated(spec) -> None:
+    cfg = KernelConfig.parse(spec)
+    g = geometry(cfg)
+    t = global_load_wavefronts(cfg)
+    vec = 1 if cfg.rung in (2, 3, 4) else 4
+    for q in (0, 1, 4, 8, 16, 31):
+        assert t[0, q] == _tile_reference(g.threads, g.BM, g.BK // vec, vec, q)
+        assert t[1, q] == _tile_reference(g.threads, g.BK, g.BN // vec, vec, q)
+
+
+def test_a_column_walk_conflicts_by_the_residue_of_k() -> None:
+    # 32 warps, each lane one row of A: K = 0 mod 32 puts the 32 rows in one bank (32 wavefronts a
+    # load), an odd K in 32 banks (1), K = 16 mod 32 in 2 banks (16), K = 8 mod 32 in 4 (8).
+    t = global_load_wavefronts(UNCOALESCED)
+    assert (t[0, 0], t[0, 1], t[0, 16], t[0, 8]) == (32 * 32, 32, 32 * 16, 32 * 8)
+    assert np.all(t[1] == t[1, 0]) and t[1, 0] == 32        # B: one column per warp, a broadcast
+
+
+def test_warp_tiled_a_loads_vector_at_k_multiple_of_4_scalar_otherwise() -> None:
+    # Rung 07's A tile: float4s in lane pairs (simulate._warp_tiled): h = i >> 1, row h % BM, column
+    # 4 (2 (h // BM) + (i & 1)); LDG.128 when K % 4 == 0, else 4 scalar loads per float4.
+    cfg = KernelConfig.parse("warptile")
+    g = geometry(cfg)
+    t = global_load_wavefronts(cfg)
+    tid, real, _ = _lanes(g.threads)
+    n4 = g.BM * g.BK // 4
+    i = tid[None, :] + g.threads * np.arange(-(-n4 // g.threads), dtype=np.int64)[:, None]
+    act = (real[None, :] & (i < n4)).reshape(-1, 32)
+    h = i >> 1
+    row, col = (h % g.BM).reshape(-1, 32), (4 * (2 * (h // g.BM) + (i & 1))).reshape(-1, 32)
+    for q in (0, 8, 1, 6):
+        ld = 64 * 32 + q
+        if q % 4 == 0:
+            want = shared_wavefronts(row * ld + col, act, 4, "ld")[0].sum()
+        else:
+            want = sum(shared_wavefronts(row * ld + col + e, act, 1, "ld")[0].sum() for e in range(4))
+        assert t[0, q] == want, q
+
+
+def test_partial_blocks_of_a_kernel_whose_outside_threads_return() -> None:
+    th, bx, co = exit_pattern(UNCOALESCED)
+    assert (th, bx, co) == (1024, 32, 0)
+    assert exit_block_counts(th, bx, co, 32, 32) == (32, 32 * 33, 64)   # interior: 33 lines a warp
+    assert exit_block_counts(th, bx, co, 32, 1) == (1, 33, 2)           # N = 1: one warp of 32
+    assert exit_block_counts(th, bx, co, 1, 32) == (32, 64, 64)         # M = 1: one lane a warp, 2 lines
+    assert exit_pattern(KernelConfig.parse("reg2d")) is None            # tile loads, barriers: all take part
+
+
+def test_a_skinny_launch_of_the_naive_kernel_runs_only_its_active_warps() -> None:
+    # Measured (edge_dev.jsonl): 4096 x 1 x 4096 in 286 us, 4096 x 32 x 4096 in 2215 us: at N = 1 one warp
+    # of each block runs. The model: much faster than the 32-column launch, not the same time.
+    t = predict_rows(H200, [UNCOALESCED] * 2, [(4096, 1, 4096), (4096, 32, 4096)])["time_s"]
+    assert t[0] < 0.3 * t[1]
+
+
+def test_a_barrier_loop_waits_for_dram_when_one_operand_streams() -> None:
+    # At M = 1 every tile of B is read by one block only (from DRAM), at 4096^3 by 32 block rows.
+    cfg = KernelConfig.parse("reg2d")
+    r = predict_rows(H200, [cfg] * 2, [(1, 4096, 4096), (4096, 4096, 4096)])
+    lg = r["latency_cycles"]
+    t = H200.timing
+    assert lg[0] > lg[1] + 0.4 * (t["dram_latency_cycles"] - t["l2_latency_cycles"])
