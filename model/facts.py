@@ -99,9 +99,9 @@ class Facts:
     """Order of global loads (G), shared stores (S), shared loads (L), FFMA runs (F), barriers (B)."""
     trace_schema: Mapping[str, Any] | None = None
     loop_bank_conflicts: int | None = None
-    """Extra register-bank reads of the steady iteration's FFMAs: FFMAs whose three source registers not served
-    by the operand reuse cache sit in one of the two 64-bit banks (``tools/bank_conflicts.py``, rule
-    ``three``): each delays its warp's issue by a cycle. None: facts made before the field."""
+    """Extra register-bank reads of the steady iteration's FFMAs (two banks, the operand reuse cache:
+    ``tools/bank_conflicts.py``, rule ``pairs``): each delays its warp's issue by a cycle. None: facts made
+    before the field."""
 
     @property
     def spills(self) -> bool:

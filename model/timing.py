@@ -463,9 +463,9 @@ def _mva(s, Z, n):
 
 
 def _bank_delay(pa: ProfileArrays, r: Rates) -> np.ndarray:
-    """Delay per customer and iteration from register-bank conflicts (two 64-bit banks, the operand reuse cache;
-    Jia et al. 2018; ``tools/bank_conflicts.py``: an FFMA with three uncached source registers in one bank
-    reads one of them a cycle late): each extra operand read holds its warp a cycle at dispatch
+    """Delay per customer and iteration from register-bank conflicts (two banks, the operand reuse cache;
+    Jia et al. 2018; ``tools/bank_conflicts.py``, rule ``pairs``; its docstring has the H200 evidence that this
+    count stands in for a cost it does not cause): each extra operand read holds its warp a cycle at dispatch
     (Nsight Compute's dispatch stall). The warp is delayed, its scheduler is not: another eligible warp
     issues in that cycle. A warp alone (no barrier: the customers are warps) carries its own conflicts as
     delay. A block's phi warps on one scheduler fill each other's: the same mean value analysis one level

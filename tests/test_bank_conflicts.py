@@ -11,30 +11,30 @@ def _i(op: str, operands: str) -> Instr:
     return Instr(0, None, op, operands, None)
 
 
-def test_three_sources_in_one_bank_cost_one_extra_read():
-    # rule "three" (the facts' rule): a 64-bit bank serves two operands a cycle, the third waits
-    assert ffma_conflicts([_i("FFMA.FTZ", "R1, R2, R4, R6")]) == (1, 1)
-    # rule "pairs": every second operand in a bank
-    assert ffma_conflicts([_i("FFMA.FTZ", "R1, R2, R4, R6")], "pairs") == (1, 2)
+def test_three_sources_in_one_bank():
+    # rule "pairs" (the facts' rule, the default): every second operand in a bank
+    assert ffma_conflicts([_i("FFMA.FTZ", "R1, R2, R4, R6")]) == (1, 2)
+    # rule "three": a 64-bit bank serves two operands a cycle, the third waits
+    assert ffma_conflicts([_i("FFMA.FTZ", "R1, R2, R4, R6")], "three") == (1, 1)
 
 
 def test_sources_split_over_both_banks_cost_nothing_under_three():
-    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R7")]) == (1, 0)
-    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R7")], "pairs") == (1, 1)
-    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R4")]) == (1, 0)   # the same register is read once
-    assert ffma_conflicts([_i("FFMA", "R1, R2, R3, R3")], "pairs") == (1, 0)
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R7")], "three") == (1, 0)
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R7")]) == (1, 1)
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R4")], "three") == (1, 0)   # the same register is read once
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R3, R3")]) == (1, 0)
 
 
 def test_the_reuse_cache_serves_the_same_slot_of_the_next_instruction_only():
     # R2 marked .reuse in slot 0 is a cache hit for the next FFMA's slot 0: R4 and R6 remain, no conflict
     hit = [_i("FFMA", "R9, R2.reuse, R3, R3"), _i("FFMA", "R1, R2, R4, R6")]
-    assert ffma_conflicts(hit) == (2, 0) and ffma_conflicts(hit, "pairs") == (2, 1)
+    assert ffma_conflicts(hit, "three") == (2, 0) and ffma_conflicts(hit) == (2, 1)
     # the same register in another slot is not served
     miss = [_i("FFMA", "R9, R2.reuse, R3, R3"), _i("FFMA", "R1, R4, R2, R6")]
-    assert ffma_conflicts(miss) == (2, 1)
+    assert ffma_conflicts(miss, "three") == (2, 1) and ffma_conflicts(miss) == (2, 2)
     # nor after an instruction in between that does not mark it
     gap = [_i("FFMA", "R9, R2.reuse, R3, R3"), _i("IADD3", "R5, R5, 0x1, RZ"), _i("FFMA", "R1, R2, R4, R6")]
-    assert ffma_conflicts(gap) == (2, 1)
+    assert ffma_conflicts(gap, "three") == (2, 1) and ffma_conflicts(gap) == (2, 2)
 
 
 def test_unknown_rule_is_refused():

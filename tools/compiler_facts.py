@@ -837,7 +837,7 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int]) -> dict:
         out.update(loop_structure(path_instrs, [i for i in outside if i.addr < head_addr]))
         # register-bank conflicts of the steady iteration's FFMAs (tools/bank_conflicts.py): extra operand reads
         from tools.bank_conflicts import ffma_conflicts
-        out["loop_bank_conflicts"] = ffma_conflicts(path_instrs)[1]
+        out["loop_bank_conflicts"] = ffma_conflicts(path_instrs)[1]   # rule "pairs"
     return out
 
 
