@@ -123,7 +123,8 @@ def main() -> int:
             filled.write_text(json.dumps({"schema": counts.SCHEMA, "schema_version": counts.SCHEMA_VERSION,
                                           "digest": counts.simulator_digest(), "closed_form_checked": True,
                                           "counts": {c.key: asdict(counts.closed_form_counts(c)) for c in cfgs},
-                                          "extras": {c.key: counts.closed_form_extras(c) for c in cfgs}},
+                                          "extras": (ex := {c.key: counts.closed_form_extras(c) for c in cfgs}),
+                                          "wavefronts": counts.wavefront_tables(ex)},
                                          separators=(",", ":")) + "\n")
             counts.COUNTS_FILE = filled
             warm, fresh = [], []

@@ -82,7 +82,15 @@ def simulated_extras(cfg: KernelConfig) -> dict:
     from .simulate import block_store_lines, simulate
     K = probe_size(cfg)[2]
     T = simulate(cfg, *probe_size(cfg), plan="sass").k_iterations
-    return {"k_tile": max(1, -(-K // max(T, 1))), "store_lines": int(block_store_lines(cfg))}
+    return {"k_tile": max(1, -(-K // max(T, 1))), "store_lines": int(block_store_lines(cfg)),
+            "gld_wf": _wf_list(cfg)}
+
+
+def _wf_list(cfg: KernelConfig) -> str | None:
+    """The key of ``cfg``'s :func:`global_load_wavefronts` table (:func:`wavefront_key`), stored with the
+    extras; the cache file holds each distinct table once (``"wavefronts"``), so that ranking a cached space
+    reads them instead of rebuilding them."""
+    return wavefront_key(cfg)
 
 
 # ==================================================================================================
@@ -134,6 +142,7 @@ class CountsCache:
         self.path = Path(path)
         self.counts: Mapping[str, object] = {}
         self.extras: Mapping[str, dict] = {}
+        self.wavefronts: Mapping[str, list] = {}
         self.digest: str | None = None
         self.closed_form_checked = False
         self.stale_reason: str | None = None
@@ -150,6 +159,7 @@ class CountsCache:
                                  f"{simulator_digest()}")
             return
         self.counts = _LazyCounts(d["counts"])
+        self.wavefronts: Mapping[str, list] = d.get("wavefronts", {})
         self.extras: Mapping[str, dict] = d.get("extras", {})
         self.closed_form_checked = bool(d.get("closed_form_checked"))
 
@@ -383,7 +393,7 @@ def closed_form_extras(cfg: KernelConfig) -> dict:
         gst = _c_store(1, g.BM, g.BN, 1, 1, g.threads, N, rho["C"], p["BX"], p["COALESCED"])
     else:
         gst = _c_store(cfg.rung, g.BM, g.BN, g.TM, g.TN, g.threads, N, rho["C"], 0, 0)
-    return {"k_tile": int(g.BK), "store_lines": int(gst[2])}
+    return {"k_tile": int(g.BK), "store_lines": int(gst[2]), "gld_wf": _wf_list(cfg)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -573,6 +583,29 @@ def _warp_tile_table(b: int, vec: int, lanes: int, scalar: bool) -> np.ndarray:
     return out
 
 
+def _wavefront_args(cfg: KernelConfig) -> tuple | None:
+    r = cfg.rung
+    if r not in CLOSED_FORM_RUNGS and r not in WARP_TILED_RUNGS:
+        return None
+    g = geometry(cfg)
+    if r == 1:
+        p = cfg.p
+        return (r, g.threads, 0, 0, 0, p["BX"], p["COALESCED"], False)
+    return (r, g.threads, g.BM, g.BN, g.BK, 0, 0, bool(r in WARP_TILED_RUNGS and g.async_copy))
+
+
+def wavefront_key(cfg: KernelConfig) -> str | None:
+    """What :func:`global_load_wavefronts` of ``cfg`` depends on, as text (``"4/256/128/128/8/0/0/0"``), or None."""
+    a = _wavefront_args(cfg)
+    return None if a is None else "/".join(str(int(x)) for x in a)
+
+
+def wavefront_table(key: str) -> np.ndarray:
+    """The table of a :func:`wavefront_key`."""
+    r, nt, bm, bn, bk, bx, co, asy = (int(x) for x in key.split("/"))
+    return _load_wavefronts(r, nt, bm, bn, bk, bx, co, bool(asy))
+
+
 def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
     """(2, 32) array: L1 data-stage wavefronts of one block's global loads in one iteration, of A by the
     residue of K mod 32 (row 0) and of B by the residue of N mod 32 (row 1); None for a rung whose
@@ -583,14 +616,8 @@ def global_load_wavefronts(cfg: KernelConfig) -> np.ndarray | None:
     them as ``l1tex__data_bank_conflicts_pipe_lsu_mem_global_op_ld``. Rows of a matrix whose leading
     dimension is a multiple of 32 words start in the same bank: the naive kernel's column walk over 32
     rows costs 32 wavefronts; at an odd leading dimension the 32 rows fall in 32 banks: one."""
-    r = cfg.rung
-    if r not in CLOSED_FORM_RUNGS and r not in WARP_TILED_RUNGS:
-        return None
-    g = geometry(cfg)
-    if r == 1:
-        p = cfg.p
-        return _load_wavefronts(r, g.threads, 0, 0, 0, p["BX"], p["COALESCED"], False)
-    return _load_wavefronts(r, g.threads, g.BM, g.BN, g.BK, 0, 0, bool(r in WARP_TILED_RUNGS and g.async_copy))
+    a = _wavefront_args(cfg)
+    return None if a is None else _load_wavefronts(*a)
 
 
 @functools.lru_cache(maxsize=None)
@@ -652,6 +679,35 @@ def exit_block_counts(threads: int, bx: int, coalesced: int, rv: int, cv: int) -
     b = _global_counts(col, act, 1)
     warps = int(act.reshape(-1, WARP_SIZE).any(axis=1).sum())
     return warps, a[2] + b[2], a[0] + b[0]
+
+
+def load_wavefronts_array(cfgs: Sequence[KernelConfig], keys: Sequence[str] | None = None,
+                          cache_path: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """((n, 2, 32) array, (n,) bool): :func:`global_load_wavefronts` of every config and whether it has
+    one, read from the cache's extras where it holds them (else computed)."""
+    c = _cache(str(cache_path or COUNTS_FILE))
+    keys = [cfg.key for cfg in cfgs] if keys is None else keys
+    out = np.zeros((len(cfgs), 2, BANK_RESIDUES))
+    has = np.zeros(len(cfgs), dtype=bool)
+    extras, stored = (c.extras, c.wavefronts) if c.fresh else ({}, {})
+    tables: dict[str, np.ndarray] = {}
+    for i, (cfg, key) in enumerate(zip(cfgs, keys)):
+        e = extras.get(key)
+        wk = e["gld_wf"] if e is not None and "gld_wf" in e else wavefront_key(cfg)
+        if wk is None:
+            continue
+        t = tables.get(wk)
+        if t is None:
+            t = tables[wk] = np.asarray(stored[wk]) if wk in stored else wavefront_table(wk)
+        out[i], has[i] = t, True
+    return out, has
+
+
+def wavefront_tables(extras: Mapping[str, dict]) -> dict[str, list]:
+    """``{key: table}`` of every distinct :func:`wavefront_key` in ``extras`` (the cache file's
+    ``"wavefronts"``)."""
+    ks = sorted({e["gld_wf"] for e in extras.values() if e.get("gld_wf")})
+    return {k: wavefront_table(k).tolist() for k in ks}
 
 
 EXTRA_FIELDS = ("k_tile", "store_lines")
@@ -756,7 +812,8 @@ def ship(path: Path = COUNTS_FILE, cfgs: Sequence[KernelConfig] | None = None,
            "probe": "M = 2 BM, N = 2 BN, K = max(64, 4 BK); plan = 'sass'",
            "generator": "python -m model.counts --ship",
            "closed_form_checked": not mismatch, "closed_form_mismatches": mismatch,
-           "counts": dict(sorted(counts.items())), "extras": dict(sorted(extras.items()))}
+           "counts": dict(sorted(counts.items())), "extras": dict(sorted(extras.items())),
+           "wavefronts": wavefront_tables(extras)}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, separators=(",", ":"), sort_keys=False) + "\n")
     log(f"wrote {path}: {len(counts)} configs, digest {doc['digest']}, closed form "

@@ -340,11 +340,10 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     has_wf = np.zeros(n, dtype=bool)
     exits = np.zeros((n, 3))
     if cfgs is not None:
-        from .counts import exit_pattern, global_load_wavefronts
+        from .counts import exit_pattern, load_wavefronts_array
+        wf, has = load_wavefronts_array(cfgs)
+        gld_wf[has], has_wf[:] = wf[has], has
         for i, c in enumerate(cfgs):
-            t = global_load_wavefronts(c)
-            if t is not None:
-                gld_wf[i], has_wf[i] = t, True
             e = exit_pattern(c)
             if e is not None:
                 exits[i] = e

@@ -119,3 +119,23 @@ def test_timing_model_uses_the_counts() -> None:
     prof = timing.profile(cfg, "sm_90")
     b = counts.simulated_counts(cfg)
     assert prof.l1_lines == b.gld_lines and prof.shared_wavefronts == b.lds_wavefronts + b.sts_wavefronts
+
+
+def test_shipped_wavefront_tables_equal_the_computed_ones() -> None:
+    """The counts file stores each distinct L1 data-stage wavefront table once (the digest covers the simulator
+    and the facts, not model/counts.py): every stored table and every config's key must equal what the code
+    computes now, and ranking reads the same arrays from the file as without it."""
+    import numpy as np
+
+    from model import counts as cn
+    c = cn.CountsCache(cn.COUNTS_FILE)
+    assert c.fresh and c.wavefronts
+    for key, table in c.wavefronts.items():
+        assert np.array_equal(np.asarray(table), cn.wavefront_table(key)), key
+    cfgs = cn.shipped_configs()
+    assert all(c.extras[x.key].get("gld_wf") == cn.wavefront_key(x) for x in cfgs)
+    sample = cfgs[:: max(1, len(cfgs) // 200)]
+    cached, has = cn.load_wavefronts_array(sample)
+    for i, x in enumerate(sample):
+        t = cn.global_load_wavefronts(x)
+        assert has[i] == (t is not None) and (t is None or np.array_equal(cached[i], t)), x.key
