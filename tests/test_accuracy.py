@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.data import latest, load, scored
+from analysis.data import load, scored
 from model.spec import load_gpu
 from model.timing import CALIBRATION_FILE, predict_rows
 from tools.calibrate import calibration_rows, loro_stats
@@ -28,7 +28,7 @@ MARGIN = {"mape": 0.005, "spearman": 0.005, "max_rung_mape": 0.01, "small_mape":
 
 def _rows() -> list:
     d = json.loads(CALIBRATION_FILE.read_text())
-    return calibration_rows(scored(latest(load([DATA]))), bool(d.get("traced_only")), d.get("data_until"))
+    return calibration_rows(scored(load([DATA])), bool(d.get("traced_only")), d.get("data_until"))
 
 
 @pytest.fixture(scope="module")

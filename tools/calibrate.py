@@ -34,14 +34,16 @@ def _excluded(source: str) -> bool:
 
 
 def calibration_rows(rows, traced_only: bool = False, until: str | None = None) -> list:
-    """The rows a calibration uses: verified rows of rungs >= 1, less the hold-out, residency and validation
+    """The rows a calibration uses (of all rows read, the newest per point among those kept): verified rows of rungs >= 1, less the hold-out, residency and validation
     files; with ``traced_only`` only those whose configs have a main-loop trace in the compiler facts; with
     ``until`` (ISO date) only rows measured up to then: rows added to a development file later (e.g. a new
     rung's rows in ladder.jsonl, whose predictions were committed first) are scored, not fitted, until the
     next calibration."""
-    from analysis.data import resolve_gpu
+    from analysis.data import latest, resolve_gpu
     from model.facts import facts_for
-    out = [r for r in rows if r.rung >= 1 and not _excluded(r.source) and (until is None or r.date <= until)]
+    # filter first, then the newest row per point: a later re-measurement in a validation file (or after
+    # ``until``) must not push a development row out of the set
+    out = latest(r for r in rows if r.rung >= 1 and not _excluded(r.source) and (until is None or r.date <= until))
     if traced_only and out:
         arch = resolve_gpu(out[0].device).arch
         out = [r for r in out if (f := facts_for(r.config, arch)) is not None and f.loop_trace_cycles]
@@ -92,11 +94,11 @@ def _calibrate(args) -> int:
     import numpy as np
 
     from analysis.cli import BadInput, input_files, output_file
-    from analysis.data import latest, load, resolve_gpu, scored
+    from analysis.data import load, resolve_gpu, scored
     from model import timing
     input_files(args.data)
     out_file = output_file(args.out, (".json",), "--out") if args.out else None
-    rows = calibration_rows(scored(latest(load(args.data or None))), args.traced_only, args.until)
+    rows = calibration_rows(scored(load(args.data or None)), args.traced_only, args.until)
     if not rows:
         raise BadInput(f"no verified measurement rows to calibrate on in {', '.join(args.data) or 'the default data'}")
     gpu = resolve_gpu(rows[0].device)
