@@ -329,3 +329,18 @@ def test_batched_program_gives_the_same_code_as_one_expression():
 
     batch = sass([SMALL.name_expression, other.name_expression])
     assert batch[SMALL.name_expression] == sass([SMALL.name_expression])[SMALL.name_expression]
+
+
+def test_cp_async_wait_counts_the_groups_it_may_leave_pending() -> None:
+    """``DEPBAR.LE SB0, 0x1`` (cp.async.wait_group 1) waits for all but the newest commit group: the count is
+    the operand after the comma, not the digit of ``SB0`` (a misparse made every wait a wait for all)."""
+    from tools import compiler_facts as cf
+
+    def i(op, ops=""):
+        return cf.Instr(0, None, op, ops, None)
+
+    two = [i("LDGSTS.E", "[R1], desc[UR4][R2.64], P0"), i("LDGDEPBAR"),
+           i("LDGSTS.E", "[R3], desc[UR4][R4.64], P0"), i("LDGDEPBAR")]
+    assert cf.warp_trace(two + [i("DEPBAR.LE", "SB0, 0x1")], 500, 20)["ends"] == [501.0]   # first group: 0 + 500
+    assert cf.warp_trace(two + [i("DEPBAR.LE", "SB0, 0x0")], 500, 20)["ends"] == [503.0]   # both: 2 + 500
+    assert cf.warp_trace(two + [i("DEPBAR.LE", "SB0, 2")], 500, 20)["ends"] == [5.0]       # none

@@ -733,7 +733,8 @@ def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: f
             for r in srcs:
                 start = max(start, ready.get(r, 0.0))
             if base == "DEPBAR":
-                m = re.search(r"0x([0-9a-fA-F]+)|,\s*(\d+)", ins.operands)
+                # "SB0, 0x1": the count is the last operand (hexadecimal or decimal), not the SB0 digit
+                m = re.search(r",\s*(?:0x([0-9a-fA-F]+)|(\d+))\s*$", ins.operands)
                 n = int(m.group(1), 16) if m and m.group(1) else int(m.group(2)) if m else 0
                 done = groups + ([max(open_group)] if open_group else [])
                 if len(done) > n:
