@@ -23,8 +23,10 @@ Under ``pairs`` each removed conflict bought 0.02 cycles, far less than the mode
 a quarter of a cycle, what the model's delay gives. But a model recalibrated with ``three`` loses what ``pairs``
 explained on rungs 04-08 (leave-one-rung-out 9.7 % against 8.4 %; the rung 07/08 sweeps 12-18 % optimistic
 against 8-10 %): ``pairs`` stands in for a cost of these loops that is real but is not the bank conflicts
-themselves (rung 10 goes after one candidate, the fixed-latency chains of the copy code). The model keeps
-``pairs`` until that cost has its own mechanism; the evidence is in the README.
+themselves. Rung 10 removed one candidate, the fixed-latency chains of rung 08's copy code (branch-free, the
+copies interleaved with the FFMAs): at the same pairs count (0.95 per FFMA) it runs 5-15 % faster than rung 08
+and reaches 95-97 % of cuBLAS. The model keeps ``pairs`` until that cost has its own mechanism (the SASS
+control codes' fixed stalls are the next candidate); the evidence is in the README.
 
 Needs requirements-facts.txt (NVRTC, nvdisasm), like tools.compiler_facts.
 """
