@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: versions, the GPU tests, the sweeps named as arguments, a summary table.
 #
-#   OUT=/path experiments/device_run.sh [SWEEP ...] [ncu]     (default sweeps: ladder blocks regtile)
+#   OUT=/path experiments/device_run.sh [SWEEP ...] [ncu | ncu:SIZE ...]     (default sweeps: ladder blocks regtile)
 #
 # SWEEP is a name under experiments/sweeps/; "ncu" runs experiments/ncu_run.py (counters of every classic
-# config at 2048^3). Results go to $OUT/<sweep>.jsonl, $OUT/ncu.jsonl, logs to $OUT/*.log (OUT defaults
+# config at 2048^3), "ncu:SIZE" at SIZE^3 (to $OUT/ncu_SIZE.jsonl). Results go to $OUT/<sweep>.jsonl, $OUT/ncu.jsonl, logs to $OUT/*.log (OUT defaults
 # to ./device-out). If experiments/results/<gpu key>/<sweep>.jsonl exists in the checkout and $OUT has
 # none, it is copied to $OUT first, so the sweep resumes where an earlier call stopped.
 # Environment: SWEEP_ARGS (extra arguments for every sweep, e.g. "--reps 10 --time-limit 400"),
-# SKIP_TESTS=1 (no pytest), PYTHON (default python3).
+# SKIP_TESTS=1 (no pytest), GPU_TESTS (the pytest arguments, default "tests/gpu"; e.g. a new rung's file with
+# -k), PYTHON (default python3). The register-bank / stall diagnosis of a few configs: experiments/device_stalls.sh.
 # Exit status: 0 when the tests passed and every sweep and ncu run finished; 1 otherwise.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -38,7 +39,8 @@ KEY=$($PY -c 'from gpu import device_spec; print(device_spec().key)')
 
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "== GPU tests ($((SECONDS - t0)) s)"
-  $PY -m pytest tests/gpu -q -rs -p no:cacheprovider >"$OUT/tests.log" 2>&1
+  # shellcheck disable=SC2086
+  $PY -m pytest ${GPU_TESTS:-tests/gpu} -q -rs -p no:cacheprovider >"$OUT/tests.log" 2>&1
   rc=$?
   tail -n 25 "$OUT/tests.log"
   [ $rc -ne 0 ] && { echo "GPU tests FAILED (exit $rc), see tests.log"; fail=1; }
@@ -49,6 +51,12 @@ for s in "${sweeps[@]}"; do
   if [ "$s" = ncu ]; then
     $PY -m experiments.ncu_run --out "$OUT/ncu.jsonl" 2>&1 | tee -a "$OUT/ncu.log"
     [ "${PIPESTATUS[0]}" -ne 0 ] && { echo "ncu run FAILED"; fail=1; }
+    continue
+  fi
+  if [ "${s%%:*}" = ncu ]; then
+    n=${s#ncu:}
+    $PY -m experiments.ncu_run --size "$n" --out "$OUT/ncu_$n.jsonl" 2>&1 | tee -a "$OUT/ncu_$n.log"
+    [ "${PIPESTATUS[0]}" -ne 0 ] && { echo "ncu run at $n FAILED"; fail=1; }
     continue
   fi
   prev="experiments/results/$KEY/$s.jsonl"
@@ -64,7 +72,7 @@ done
 
 echo "== summary ($((SECONDS - t0)) s)"
 files=()
-for s in "${sweeps[@]}"; do [ "$s" != ncu ] && [ -f "$OUT/$s.jsonl" ] && files+=("$OUT/$s.jsonl"); done
+for s in "${sweeps[@]}"; do [ "${s%%:*}" != ncu ] && [ -f "$OUT/$s.jsonl" ] && files+=("$OUT/$s.jsonl"); done
 [ ${#files[@]} -gt 0 ] && $PY -m experiments.sweep --summary "${files[@]}"
 echo "exit $fail after $((SECONDS - t0)) s"
 exit $fail

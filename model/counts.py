@@ -83,14 +83,7 @@ def simulated_extras(cfg: KernelConfig) -> dict:
     K = probe_size(cfg)[2]
     T = simulate(cfg, *probe_size(cfg), plan="sass").k_iterations
     return {"k_tile": max(1, -(-K // max(T, 1))), "store_lines": int(block_store_lines(cfg)),
-            "gld_wf": _wf_list(cfg)}
-
-
-def _wf_list(cfg: KernelConfig) -> str | None:
-    """The key of ``cfg``'s :func:`global_load_wavefronts` table (:func:`wavefront_key`), stored with the
-    extras; the cache file holds each distinct table once (``"wavefronts"``), so that ranking a cached space
-    reads them instead of rebuilding them."""
-    return wavefront_key(cfg)
+            "gld_wf": wavefront_key(cfg)}
 
 
 # ==================================================================================================
@@ -393,7 +386,7 @@ def closed_form_extras(cfg: KernelConfig) -> dict:
         gst = _c_store(1, g.BM, g.BN, 1, 1, g.threads, N, rho["C"], p["BX"], p["COALESCED"])
     else:
         gst = _c_store(cfg.rung, g.BM, g.BN, g.TM, g.TN, g.threads, N, rho["C"], 0, 0)
-    return {"k_tile": int(g.BK), "store_lines": int(gst[2]), "gld_wf": _wf_list(cfg)}
+    return {"k_tile": int(g.BK), "store_lines": int(gst[2]), "gld_wf": wavefront_key(cfg)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -595,7 +588,9 @@ def _wavefront_args(cfg: KernelConfig) -> tuple | None:
 
 
 def wavefront_key(cfg: KernelConfig) -> str | None:
-    """What :func:`global_load_wavefronts` of ``cfg`` depends on, as text (``"4/256/128/128/8/0/0/0"``), or None."""
+    """What :func:`global_load_wavefronts` of ``cfg`` depends on, as text (``"4/256/128/128/8/0/0/0"``), or None.
+    The extras store this key (``gld_wf``) and the cache file each distinct table once (``"wavefronts"``), so
+    that ranking a cached space reads the tables instead of rebuilding them."""
     a = _wavefront_args(cfg)
     return None if a is None else "/".join(str(int(x)) for x in a)
 

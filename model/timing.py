@@ -843,10 +843,14 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     gm, gn = -(-M // BM), -(-N // BN)
     pa = _partial_blocks(pa, M, N, gm, gn, r.sms)
     # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
-    # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics.
+    # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics. With
+    # fewer K tiles than S x that depth the trailing slices are empty and their blocks return before any
+    # work (no loads, no atomics): only the ``live`` slices count, as in the simulator's C-store repeats.
     S = np.maximum(np.asarray(pa.split_k, dtype=np.int64), 1)
-    blocks = gm * gn * S
-    nk = -(-(-(-K // pa.k_tile)) // S)
+    tiles = -(-K // pa.k_tile)
+    nk = -(-tiles // S)
+    live = -(-tiles // np.maximum(nk, 1))
+    blocks = gm * gn * live
     launchable = np.asarray(pa.bps) > 0
     bps = np.maximum(np.asarray(pa.bps), 1)
     if max_blocks_per_sm is not None:
@@ -869,7 +873,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
     # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
     # config's launch order (swizzle) and per K slice (split-K).
-    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), S, pa.swizzle)
+    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), live, pa.swizzle)
     waves = -(-blocks // wave)
     dram_bytes = dram_reads + dram_writes
     t_l2 = l2_time_bytes / r.l2_bytes_per_s

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -92,12 +91,10 @@ def conflicts_per_ffma(key: str, arch: str = "sm_90", rule: str = "pairs") -> fl
     from model.registry import KernelConfig
     from tools import compiler_facts as cf
     cubin = cf.compile_cubin(KernelConfig.parse(key), arch)
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-        f.write(cubin)
-    text = subprocess.run([cf.find_tool("nvdisasm"), "-c", f.name], capture_output=True, text=True,
-                          check=True).stdout
-    Path(f.name).unlink(missing_ok=True)
-    funcs = cf.parse_nvdisasm(text)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        funcs = cf.disassemble(str(path))
     n = extra = 0
     for instrs, _ in funcs.values():
         a, b = ffma_conflicts(instrs, rule)
