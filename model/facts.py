@@ -98,6 +98,12 @@ class Facts:
     loop_order: str = ""
     """Order of global loads (G), shared stores (S), shared loads (L), FFMA runs (F), barriers (B)."""
     trace_schema: Mapping[str, Any] | None = None
+    loop_local_cycles: tuple | None = None
+    """Cycles one steady iteration of one warp alone gains over zero local-memory latency, at the local
+    (spill reload) latencies ``trace_schema["local_latencies"]`` (0, 30, 60, 120, 250, 500 cycles): the reloads
+    its critical path waits, one by one or several in flight. None: facts made before the field."""
+    loop_local_chain: float | None = None
+    """Spill reload latencies that add up per iteration at long latency (the table's last slope)."""
     loop_bank_conflicts: int | None = None
     """Extra register-bank reads of the steady iteration's FFMAs (two banks, the operand reuse cache:
     ``tools/bank_conflicts.py``, rule ``pairs``): each delays its warp's issue by a cycle. None: facts made
@@ -129,6 +135,8 @@ class Facts:
         for k in ("loop_trace_cycles", "prologue_trace_cycles"):
             if kw.get(k) is not None:
                 kw[k] = tuple(tuple(r) for r in kw[k])
+        if kw.get("loop_local_cycles") is not None:
+            kw["loop_local_cycles"] = tuple(float(x) for x in kw["loop_local_cycles"])
         if kw.get("trace_schema") is not None:
             kw["trace_schema"] = MappingProxyType(dict(kw["trace_schema"]))
         for k in ("spill_stores", "spill_loads", "barriers", "local_bytes", "stack_bytes", "shared_static_bytes"):

@@ -13,7 +13,9 @@ Inputs
 * the **compiler facts** (:mod:`model.facts`, NVRTC + nvdisasm for the GPU's architecture):
   registers per thread (occupancy), the SASS instructions of one steady-state iteration (issue), and
   the **main-loop structure**: one warp alone issuing the steady-state path in order with a register
-  scoreboard (``tools.compiler_facts.warp_trace``) gives the cycles of one iteration as a function of
+  scoreboard, each instruction held for the stall count the compiler wrote in its control code (the
+  fixed-latency waits: bits 105-108 of the 128-bit encoding, ``nvdisasm -hex``; Jia et al. 2018, sec. 2.1)
+  (``tools.compiler_facts.warp_trace``), gives the cycles of one iteration as a function of
   the global- and shared-load latencies. That table carries every latency the code exposes: all loads
   issued before their first use (one latency per iteration), each load stored to shared memory before
   the next is issued (one latency per load, added up), loads issued a whole compute phase ahead of
@@ -91,11 +93,12 @@ L2 over its partitions (two on GA100/GH100: each partition caches what its own S
 and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p``
 (traffic that does not bind still costs time as it comes close to binding), plus the launch overhead.
 
-*Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
-(or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
-driver picks: the smallest supported step that holds the resident blocks), divided by the reloads in
-flight together (``spill_overlap``). Spill loads and stores (``LDL``, ``STL``, every width) also take
-the load/store pipe.
+*Spills.* Spilled registers (``LDL`` in the loop) are reloaded where the compiler put them: the same
+single-warp trace, run at local-memory latencies 0 ... 500 cycles (``loop_local_cycles``), gives the cycles
+the reloads add to the warp's iteration - one latency per reload used right after it is issued, one for
+several issued together - read at the L1 latency (or L2's, when the warps' local memory does not fit in
+the L1 left beside the shared-memory carveout the driver picks: the smallest supported step that holds the
+resident blocks). Spill loads and stores (``LDL``, ``STL``, every width) also take the load/store pipe.
 
 Calibration
 -----------
@@ -273,7 +276,7 @@ class Profile:
     global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
     local_stores: float = 0.0               # spill stores (STL) per warp and iteration
-    bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration
+    bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration (reported, not charged)
     global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
     l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
     exit_pattern: tuple = (0, 0, 0)         # (threads, BX, COALESCED) when threads outside C return (_partial_blocks)
@@ -461,25 +464,6 @@ def _mva(s, Z, n):
     return Z + R
 
 
-def _bank_delay(pa: ProfileArrays, r: Rates) -> np.ndarray:
-    """Delay per customer and iteration from register-bank conflicts (two banks, the operand reuse cache;
-    Jia et al. 2018; ``tools/bank_conflicts.py``, rule ``pairs``; its docstring has the H200 evidence that this
-    count stands in for a cost it does not cause): each extra operand read holds its warp a cycle at dispatch
-    (Nsight Compute's dispatch stall). The warp is delayed, its scheduler is not: another eligible warp
-    issues in that cycle. A warp alone (no barrier: the customers are warps) carries its own conflicts as
-    delay. A block's phi warps on one scheduler fill each other's: the same mean value analysis one level
-    down (phi warps, service I, delay = their conflicts) gives the phase's cycle time, and what exceeds
-    phi I stretches the block's iteration. Independent of the residency: computed once per evaluation."""
-    sync = pa.barriers > 0
-    phi = np.where(sync, np.ceil(pa.warps / r.schedulers), 1.0)
-    out = np.asarray(pa.bank_conflicts, dtype=np.float64).copy()
-    rows = np.flatnonzero(sync & (out > 0))
-    if len(rows):
-        phase = _mva(pa.instr[rows], out[rows], phi[rows].astype(np.int64))
-        out[rows] = np.maximum(phase - phi[rows] * pa.instr[rows], 0.0)
-    return out
-
-
 def _l1_wavefronts(pa: ProfileArrays, K, N) -> np.ndarray:
     """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
     data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
@@ -534,7 +518,7 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     return ProfileArrays(**out)
 
 
-def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, bank=None, l1_wf=None):
+def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, l1_wf=None):
     """Cycles of one iteration of ``b`` resident blocks (arrays), and its parts (issue, shared, L1, latency).
 
     The customers of the mean value analysis are the warps when the loop has no barrier (each warp runs
@@ -567,12 +551,15 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # Delay of one customer: the warp's stalls (T1 - I) plus the issue its own scheduler cannot share
     # (Seidmann): a lone warp issues I cycles, not I/4; a block's warps ceil(W/4) I on the busiest scheduler.
     own = np.where(sync, np.ceil(W / r.schedulers) * pa.instr - W * issue, pa.instr - issue)
-    if bank is None:
-        bank = _bank_delay(pa, r)                        # register-bank conflicts, see _bank_delay
-    Z = np.maximum(t1 - pa.instr, 0.0) + own + spills + bank
+    # The lone warp's stalls at zero global-load latency (the control codes' fixed-latency stalls, its waits
+    # on shared loads): every warp of the SM runs the same code in the same phase (a barrier per iteration,
+    # blocks started together), so they stall in the same cycles and no other warp fills them. They are
+    # added to the iteration after the mean value analysis, not given to it as a delay other warps hide.
+    fixed = np.maximum(t0 - pa.instr, 0.0)
+    Z = np.maximum(t1 - np.maximum(t0, pa.instr), 0.0) + own + spills
     per = np.where(sync, W, 1.0)
     n = np.where(sync, b, b * W)
-    total = _mva(per * s_w, Z, n)
+    total = _mva(per * s_w, Z, n) + fixed
     nw = b * W
     return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
 
@@ -892,10 +879,9 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    bank = _bank_delay(pa, r)
     l1_wf = _l1_wavefronts(pa, K, N)
-    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, bank, l1_wf)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, bank, l1_wf)
+    t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
+    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
     # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
     # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).

@@ -318,6 +318,7 @@ class Instr:
     op: str               # full opcode with modifiers, e.g. "LDS.128"
     operands: str
     target: str | None    # branch target label (BRA), else None
+    stall: int = 1        # the control code's stall count: cycles before the warp's next issue (1 if unknown)
 
     @property
     def family(self) -> str:
@@ -349,12 +350,39 @@ _TARGET = re.compile(r"`\(([^)]+)\)")
 _SECTION = re.compile(r"^\.text\.(\S+):\s*$")
 
 
+_HEX_LO = re.compile(r";\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
+_HEX_HI = re.compile(r"^\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
+
+
+def stall_count(hi_word: int) -> int:
+    """The stall count of a Volta-and-later instruction from the high 64 bits of its 128-bit encoding:
+    bits 105-108 of the instruction (41-44 of the high word), the cycles the warp waits before it issues
+    its next instruction, set by the compiler for fixed-latency dependences (Jia et al., "Dissecting the
+    NVIDIA Volta GPU Architecture via Microbenchmarking", 2018, sec. 2.1, control information; the
+    same layout on Turing, Ampere and Hopper). A count of 0 issues the next instruction in the next cycle,
+    as 1 does."""
+    return max(1, (hi_word >> 41) & 0xF)
+
+
+def _with_stall(instrs: list, line: str) -> bool:
+    """The encoding's second line of ``-hex`` output: set the last instruction's stall count."""
+    m = _HEX_HI.match(line)
+    if not (m and instrs):
+        return False
+    last = instrs[-1]
+    instrs[-1] = Instr(last.addr, last.pred, last.op, last.operands, last.target, stall_count(int(m.group(1), 16)))
+    return True
+
+
 def parse_nvdisasm(text: str) -> dict[str, tuple[list[Instr], dict[str, int]]]:
-    """``nvdisasm -c`` output -> {function: (instructions, {label: address})}."""
+    """``nvdisasm -c [-hex]`` output -> {function: (instructions, {label: address})}; with ``-hex`` each
+    instruction carries its control code's stall count (:func:`stall_count`)."""
     funcs: dict[str, tuple[list[Instr], dict[str, int]]] = {}
     cur = None
     pending: list[str] = []
     for line in text.splitlines():
+        if cur is not None and _with_stall(funcs[cur][0], line):
+            continue
         m = _SECTION.match(line)
         if m:
             cur = m.group(1)
@@ -392,6 +420,8 @@ def parse_cuobjdump_sass(text: str) -> dict[str, tuple[list[Instr], dict[str, in
             continue
         if cur is None:
             continue
+        if _with_stall(funcs[cur][0], line):
+            continue
         m = _INSTR.match(line)
         if m:
             op, rest = m.group(3), m.group(4)
@@ -407,7 +437,7 @@ def parse_cuobjdump_sass(text: str) -> dict[str, tuple[list[Instr], dict[str, in
 
 def disassemble(cubin_path: str) -> dict[str, tuple[list[Instr], dict[str, int]]]:
     try:
-        return parse_nvdisasm(_run("nvdisasm", "-c", cubin_path))
+        return parse_nvdisasm(_run("nvdisasm", "-c", "-hex", cubin_path))
     except FactsError:
         return parse_cuobjdump_sass(_run("cuobjdump", "--dump-sass", cubin_path))
 
@@ -645,6 +675,9 @@ ALU_LATENCY_CYCLES = 4
 """Dependent-issue latency of FFMA / integer ALU instructions: 4 cycles on sm_70 and later (Jia et al.,
 "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018, Table 4.1; Ampere and Hopper
 microbenchmarks give the same 4 cycles, and experiments/microbench.py measures 4.1 on the H200)."""
+TRACE_LOCAL_LATENCIES = (0, 30, 60, 120, 250, 500)
+"""Local-memory (spill reload) latencies at which the iteration's extra cycles over zero local latency are
+tabulated (``loop_local_cycles``, at zero global latency): the reloads the warp's critical path waits."""
 CONST_LATENCY_CYCLES = 10
 """LDC / S2R / S2UR result latency (constant cache hit, special registers): a short fixed estimate."""
 
@@ -742,7 +775,7 @@ def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: f
             if start > t and any(r in pending_global and pending_global[r] > t for r in srcs):
                 waits += 1
                 most_in_flight = max(most_in_flight, sum(1 for v in set(pending_global.values()) if v > t))
-            t = start + 1.0
+            t = start + ins.stall        # the control code's stall count (1 where not known)
             if base == "LDGSTS":
                 open_group.append(start + global_latency)
             elif base == "LDGDEPBAR":
@@ -788,6 +821,14 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
             row.append(round((e[3] - e[1]) / 2.0, 2))
         table.append(row)
         pro.append([round(warp_trace(prologue, lg, ls)["ends"][0], 1) for ls in TRACE_SHARED_LATENCIES])
+    # Spill reloads (LDL) waited on one by one, or several in flight together: the slope of the iteration's
+    # time in the local-memory latency, at zero global latency (the reloads the warp's critical path waits).
+    def at_local(ll):
+        e = warp_trace(path, 0, TRACE_SHARED_LATENCIES[0], repeat=4, local_latency=ll)["ends"]
+        return (e[3] - e[1]) / 2.0
+    has_ldl = any(i.op.split(".")[0] == "LDL" for i in path)
+    local = [round(at_local(ll) - at_local(0), 2) if has_ldl else 0.0 for ll in TRACE_LOCAL_LATENCIES]
+    local_chain = local[-1] / TRACE_LOCAL_LATENCIES[-1]
     hi = TRACE_GLOBAL_LATENCIES[-1]
     full = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=4)
     one = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=3)
@@ -798,11 +839,14 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
         "loop_global_loads": sum(1 for i in path if i.op.split(".")[0] in ("LDG", "LD", "LDGSTS")),
         "loop_load_waits": full["waits"] - one["waits"],
         "loop_latency_chain": round(slope, 4),
+        "loop_local_chain": round(local_chain, 4),
+        "loop_local_cycles": local,
         "loop_loads_in_flight": full["most_in_flight"],
         "loop_order": "".join(order),
         "trace_schema": {"global_latencies": list(TRACE_GLOBAL_LATENCIES),
                          "shared_latencies": list(TRACE_SHARED_LATENCIES),
-                         "alu_latency": ALU_LATENCY_CYCLES},
+                         "alu_latency": ALU_LATENCY_CYCLES, "issue": "control-code stall counts",
+                         "local_latencies": list(TRACE_LOCAL_LATENCIES)},
     }
 
 
