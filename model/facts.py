@@ -103,11 +103,14 @@ class Facts:
     (spill reload) latencies ``trace_schema["local_latencies"]`` (0, 30, 60, 120, 250, 500 cycles): the reloads
     its critical path waits, one by one or several in flight. None: facts made before the field."""
     loop_local_chain: float | None = None
-    """Spill reload latencies that add up per iteration at long latency (the table's last slope)."""
+    """Spill reload latencies that add up per iteration at long latency (the table's last slope). Both spill
+    fields are diagnostics, not charged: read at the L1 latency they under-charge the heavily spilling rung 04/06
+    configs by up to 2.6x (their reloads' cost is not the latency the warp waits), so the model keeps one latency
+    per reload divided by the calibrated ``spill_overlap``."""
     loop_bank_conflicts: int | None = None
     """Extra register-bank reads of the steady iteration's FFMAs (two banks, the operand reuse cache:
-    ``tools/bank_conflicts.py``, rule ``pairs``): each delays its warp's issue by a cycle. None: facts made
-    before the field."""
+    ``tools/bank_conflicts.py``, rule ``pairs``): reported, not charged by the timing model (rung 09 removed
+    them and ran slower). None: facts made before the field."""
 
     @property
     def spills(self) -> bool:

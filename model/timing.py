@@ -43,6 +43,15 @@ array behind one data stage (the L1TEX unit; Nsight Compute counts both kinds in
 ``l1tex__data_pipe_lsu_wavefronts``), so they cannot overlap each other, only the issue. The exponent
 ``p`` says how far the data stage and the issue overlap.
 
+*Fixed stalls are not hidden.* The lone warp's iteration at zero global-load latency, ``t0`` (its issue paced
+by the control codes' stall counts, its waits on shared loads), exceeds its ``I`` instructions by the fixed
+stalls. Every warp of the SM runs the same code in the same phase (a barrier each iteration, blocks started
+together), so those stalls fall in the same cycles and no other warp fills them: ``t0 - I`` is added to the
+iteration after the mean value analysis rather than given to it as a delay. (Nsight Compute at 4096^3: rung
+10's branch-free loop, with a fifth of rung 08's stall cycles, runs 5-15 % faster at the same geometry; hidden
+as a delay, the difference would be 0.2-3 %.) Register-bank conflicts of the FFMAs (``tools/bank_conflicts.py``)
+are reported in the profile, not charged: rung 09 removed nearly all of them and ran slower.
+
 *Blocks partly outside C.* A kernel whose threads outside C return before the loop (the naive kernel)
 runs only the warps of an edge block that have a thread inside C, and their loads touch only the active
 lanes' lines: the launch's mean block replaces the interior one (:func:`_partial_blocks`). At a skinny
@@ -93,12 +102,13 @@ L2 over its partitions (two on GA100/GH100: each partition caches what its own S
 and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p``
 (traffic that does not bind still costs time as it comes close to binding), plus the launch overhead.
 
-*Spills.* Spilled registers (``LDL`` in the loop) are reloaded where the compiler put them: the same
-single-warp trace, run at local-memory latencies 0 ... 500 cycles (``loop_local_cycles``), gives the cycles
-the reloads add to the warp's iteration - one latency per reload used right after it is issued, one for
-several issued together - read at the L1 latency (or L2's, when the warps' local memory does not fit in
-the L1 left beside the shared-memory carveout the driver picks: the smallest supported step that holds the
-resident blocks). Spill loads and stores (``LDL``, ``STL``, every width) also take the load/store pipe.
+*Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
+(or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
+driver picks: the smallest supported step that holds the resident blocks), divided by the reloads in
+flight together (``spill_overlap``, calibrated). Spill loads and stores (``LDL``, ``STL``, every width) also
+take the load/store pipe. (The compiler facts also trace which reloads the warp waits for,
+``loop_local_cycles``; read at those latencies that table under-charges the heavily spilling configs by up to
+2.6x, so it is a diagnostic, not a term.)
 
 Calibration
 -----------
