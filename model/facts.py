@@ -107,10 +107,12 @@ class Facts:
     fields are diagnostics, not charged: read at the L1 latency they under-charge the heavily spilling rung 04/06
     configs by up to 2.6x (their reloads' cost is not the latency the warp waits), so the model keeps one latency
     per reload divided by the calibrated ``spill_overlap``."""
+    loop_bank_rule: str | None = None
+    """The rule ``loop_bank_conflicts`` was counted with (``tools.bank_conflicts.BANK_RULE``); None: ``pairs``."""
     loop_bank_conflicts: int | None = None
-    """Extra register-bank reads of the steady iteration's FFMAs (two banks, the operand reuse cache:
-    ``tools/bank_conflicts.py``, rule ``pairs``): reported, not charged by the timing model (rung 09 removed
-    them and ran slower). None: facts made before the field."""
+    """Register-bank conflicts of the steady iteration's FFMAs (the operand reuse cache taken into account:
+    ``tools/bank_conflicts.py``, rule ``loop_bank_rule``: ``quad`` on sm_90, ``pairs`` before): the timing model
+    charges each ``tools.bank_conflicts.conflict_cycles`` dispatch cycles. None: facts made before the field."""
 
     @property
     def spills(self) -> bool:

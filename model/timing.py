@@ -49,8 +49,10 @@ stalls. Every warp of the SM runs the same code in the same phase (a barrier eac
 together), so those stalls fall in the same cycles and no other warp fills them: ``t0 - I`` is added to the
 iteration after the mean value analysis rather than given to it as a delay. (Nsight Compute at 4096^3: rung
 10's branch-free loop, with a fifth of rung 08's stall cycles, runs 5-15 % faster at the same geometry; hidden
-as a delay, the difference would be 0.2-3 %.) Register-bank conflicts of the FFMAs (``tools/bank_conflicts.py``)
-are reported in the profile, not charged: rung 09 removed nearly all of them and ran slower.
+as a delay, the difference would be 0.2-3 %.) Register-bank conflicts join them: on sm_90 an FFMA whose three
+source registers not served by the operand reuse cache share one of four banks (index mod 4) waits 1.5 cycles
+at dispatch (Nsight Compute's per-instruction stall sampling on the H200, ``tools/bank_conflicts.py``, rule
+``quad``); on older GPUs the compiler facts keep the two-bank count ``pairs`` (Jia et al. 2018), one cycle each.
 
 *Blocks partly outside C.* A kernel whose threads outside C return before the loop (the naive kernel)
 runs only the warps of an edge block that have a thread inside C, and their loads touch only the active
@@ -286,7 +288,7 @@ class Profile:
     global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
     local_stores: float = 0.0               # spill stores (STL) per warp and iteration
-    bank_conflicts: float = 0.0             # extra register-bank reads of the FFMAs per warp and iteration (reported, not charged)
+    bank_conflicts: float = 0.0             # dispatch cycles of the FFMAs' register-bank conflicts per warp and iteration
     global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
     l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
     exit_pattern: tuple = (0, 0, 0)         # (threads, BX, COALESCED) when threads outside C return (_partial_blocks)
@@ -332,7 +334,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
             stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
-            bank[i] = float(f.loop_bank_conflicts or 0) * per[i]
+            from tools.bank_conflicts import conflict_cycles
+            bank[i] = float(f.loop_bank_conflicts or 0) * per[i] * conflict_cycles(f.loop_bank_rule)
         if f.loop_trace_cycles:
             traced.append(i)
             loop_trace.append(f.loop_trace_cycles)
@@ -565,7 +568,9 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # on shared loads): every warp of the SM runs the same code in the same phase (a barrier per iteration,
     # blocks started together), so they stall in the same cycles and no other warp fills them. They are
     # added to the iteration after the mean value analysis, not given to it as a delay other warps hide.
-    fixed = np.maximum(t0 - pa.instr, 0.0)
+    # Register-bank conflicts (an FFMA whose three uncached sources share a bank) hold the warp at dispatch at
+    # the same instructions on every warp: fixed stalls too (Profile.bank_conflicts is in cycles).
+    fixed = np.maximum(t0 - pa.instr, 0.0) + pa.bank_conflicts
     Z = np.maximum(t1 - np.maximum(t0, pa.instr), 0.0) + own + spills
     per = np.where(sync, W, 1.0)
     n = np.where(sync, b, b * W)

@@ -40,3 +40,19 @@ def test_the_reuse_cache_serves_the_same_slot_of_the_next_instruction_only():
 def test_unknown_rule_is_refused():
     with pytest.raises(ValueError, match="unknown rule"):
         ffma_conflicts([], "banks")
+
+
+def test_quad_counts_three_sources_in_one_of_four_banks():
+    # sm_90's rule (Nsight Compute's per-instruction sampling on the H200): four banks, index mod 4
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R6, R10")], "quad") == (1, 1)      # 2, 6, 10: all bank 2
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R6")], "quad") == (1, 0)       # banks 2, 0, 2: two share
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R6, R10")], "three") == (1, 1)     # mod 2 agrees here ...
+    assert ffma_conflicts([_i("FFMA", "R1, R2, R4, R6")], "three") == (1, 1)      # ... but not here
+    hit = [_i("FFMA", "R9, R2.reuse, R3, R3"), _i("FFMA", "R1, R2, R6, R10")]     # R2 from the reuse cache
+    assert ffma_conflicts(hit, "quad") == (2, 0)
+
+
+def test_facts_use_the_architectures_rule_and_the_model_its_cycles():
+    from tools.bank_conflicts import BANK_RULE, QUAD_DISPATCH_CYCLES, conflict_cycles
+    assert BANK_RULE["sm_90"] == "quad" and "sm_86" not in BANK_RULE
+    assert conflict_cycles("quad") == QUAD_DISPATCH_CYCLES and conflict_cycles(None) == conflict_cycles("pairs") == 1.0

@@ -51,6 +51,15 @@ def test_edge_validation_shapes_are_new() -> None:
             assert shared == {"edge_val4": {(128, 128, 128)}, "edge_val5": {(96, 96, 96)}}.get(name, set()), (name, shared)
 
 
+def test_edge_val6_shapes_are_new() -> None:
+    # the sixth validation set was checked against every sweep before it ran (no shape of it anywhere else)
+    mine = {t.size for t in sw.load_sweep("edge_val6").tasks(H200)[0]}
+    assert len(mine) == 12
+    for name in sw.sweep_names():
+        if name != "edge_val6":
+            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
+
+
 def test_holdout_sizes_are_new() -> None:
     # the hold-out set measures sizes that no calibration sweep measured: 172 rows on the H200
     tasks, _ = sw.load_sweep("holdout").tasks(H200)

@@ -307,7 +307,7 @@ def test_fixed_stalls_are_not_hidden_by_other_warps():
     # The lone warp's stalls at zero global latency (control-code stall counts, shared-load waits) are added to
     # the iteration after the mean value analysis: the same code's stalls fall in the same cycles on every warp.
     # So a loop whose trace waits d more cycles per iteration takes d more cycles per iteration however many
-    # warps are resident, and register-bank conflicts (reported in the profile) are not charged.
+    # warps is resident; so do the register-bank conflicts' dispatch cycles.
     from dataclasses import replace as dreplace
     from model.timing import rates
     c = KernelConfig.parse("10:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=4")
@@ -320,8 +320,9 @@ def test_fixed_stalls_are_not_hidden_by_other_warps():
     per_sm = -(-blocks // rates(H200).sms)
     rounds = -(-per_sm // int(pa.bps[0]))
     assert iters == pytest.approx(rounds * (4096 // 8), rel=0.02)
-    nobank = evaluate(H200, dreplace(pa, bank_conflicts=np.zeros(1)), [4096], [4096], [4096])
-    assert nobank["time_s"][0] == base["time_s"][0]
+    # register-bank conflicts (in dispatch cycles) are fixed stalls too: d more cycles, d more per iteration
+    bank = evaluate(H200, dreplace(pa, bank_conflicts=pa.bank_conflicts + d), [4096], [4096], [4096])
+    assert (bank["sm_cycles"][0] - base["sm_cycles"][0]) / d == pytest.approx(iters, rel=1e-6)
 
 
 def test_control_code_stall_counts_are_parsed_and_paced() -> None:

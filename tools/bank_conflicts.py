@@ -3,6 +3,7 @@
 
     python -m tools.bank_conflicts KEY [KEY ...] [--arch sm_90] [--rule pairs|three]
     python -m tools.bank_conflicts --against PREDICTIONS RESULTS [--min-size 2048]
+    python -m tools.bank_conflicts KEY --source NCU_SOURCE.csv[.gz]     # dispatch stalls by bank (evidence)
 
 Volta and later read FFMA operands from a register file of two banks (register index mod 2) with an operand
 reuse cache: an operand slot marked ``.reuse`` on one instruction is served from the cache for the same slot
@@ -10,8 +11,8 @@ of the next (Jia et al. 2018, "Dissecting the NVIDIA Volta GPU Architecture via 
 banks; the maxas SGEMM notes). Two readings of what a conflict costs, both counted by :func:`ffma_conflicts`
 over the distinct source registers the reuse cache does not serve:
 
-* ``pairs`` (what the compiler facts store and the model charges, calibrated and scored blind since
-  2026-11-30): a bank holding k of them costs k - 1 extra reads;
+* ``pairs`` (what the compiler facts stored for every GPU until the fourth session of 2026-11-30, and still do
+  for sm_80/86/89): a bank holding k of them costs k - 1 extra reads;
 * ``three``: the banks are 64 bits wide and serve two operands a cycle, so only an FFMA with three of them in
   one bank pays (one extra read).
 
@@ -25,8 +26,10 @@ explained on rungs 04-08 (leave-one-rung-out 9.7 % against 8.4 %; the rung 07/08
 against 8-10 %): ``pairs`` stands in for a cost of these loops that is real but is not the bank conflicts
 themselves. Rung 10 removed one candidate, the fixed-latency chains of rung 08's copy code (branch-free, the
 copies interleaved with the FFMAs): at the same pairs count (0.95 per FFMA) it runs 5-15 % faster than rung 08
-and reaches 95-97 % of cuBLAS. The model keeps ``pairs`` until that cost has its own mechanism (the SASS
-control codes' fixed stalls are the next candidate); the evidence is in the README.
+and reaches 95-97 % of cuBLAS. Since the fourth session the model charges the SASS control codes' fixed stalls,
+added to the iteration (model/timing.py), and the conflicts of rule ``quad`` (below: Nsight Compute's
+per-instruction sampling found four banks on the H200, where rung 09 was laid out for two); the evidence is in
+the README and ``experiments/results/h200/logs/source-2026-11-30/``.
 
 Needs requirements-facts.txt (NVRTC, nvdisasm), like tools.compiler_facts.
 """
@@ -44,7 +47,24 @@ from typing import Iterable, Sequence
 _REG = re.compile(r"^-?\|?(R\d+)\|?(\.reuse)?")
 
 
-RULES = ("pairs", "three")
+RULES = ("pairs", "three", "quad")
+BANK_RULE = {"sm_90": "quad"}
+"""The rule the compiler facts store per architecture (others: ``pairs``, the reading this tool began with).
+sm_90: ``quad``, from Nsight Compute's per-instruction stall sampling on the H200 (2026-11-30, fourth session,
+``experiments/results/h200/logs/source-2026-11-30/``): over three kernels (rung 07 at two thread tiles, rung 10),
+the FFMAs whose three non-reused source registers share one of four banks (register index mod 4) stall 1.6-2.3
+cycles at dispatch per execution against 0.2-0.4 for every other FFMA; three in one bank mod 2 but not mod 4,
+or two in one bank mod 4, cost nothing measurable. So the H200's register file has four banks and a bank serves
+two operands of an instruction a cycle."""
+QUAD_DISPATCH_CYCLES = 1.5
+"""Extra dispatch-stall cycles of one ``quad`` conflict on the H200: the excess the same sampling measured
+(2.0, 1.5 and 1.2 warp-cycles per conflicting FFMA over the non-conflicting FFMAs of the three kernels)."""
+
+
+def conflict_cycles(rule: str | None) -> float:
+    """Cycles one counted conflict holds its warp at dispatch: ``quad`` the H200's measured
+    :data:`QUAD_DISPATCH_CYCLES`; ``pairs`` / ``three`` one extra operand read, one cycle."""
+    return QUAD_DISPATCH_CYCLES if rule == "quad" else 1.0
 
 
 def ffma_conflicts(instrs: Iterable, rule: str = "pairs") -> tuple[int, int]:
@@ -52,7 +72,8 @@ def ffma_conflicts(instrs: Iterable, rule: str = "pairs") -> tuple[int, int]:
     for each FFMA, the distinct source registers that the reuse cache does not serve (slot s is served when
     the previous instruction marked the same register ``.reuse`` in slot s), grouped by bank (index mod 2).
     ``rule="three"``: one extra read when three of them sit in one bank (a 64-bit bank serves two);
-    ``rule="pairs"``: a bank holding k of them costs k - 1 extra reads."""
+    ``rule="pairs"``: a bank holding k of them costs k - 1 extra reads;
+    ``rule="quad"``: four banks (index mod 4), one conflict when three of them sit in one bank."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r} ({', '.join(RULES)})")
     prev: dict[int, str] = {}
@@ -71,7 +92,7 @@ def ffma_conflicts(instrs: Iterable, rule: str = "pairs") -> tuple[int, int]:
                     now[slot] = r
                 if prev.get(slot) != r:
                     regs.add(int(r[1:]))
-            banks = Counter(r % 2 for r in regs)
+            banks = Counter(r % (4 if rule == "quad" else 2) for r in regs)
             if rule == "pairs":
                 extra += sum(max(0, k - 1) for k in banks.values())
             else:
@@ -122,13 +143,69 @@ def against(pred_path: Path, results_path: Path, min_size: int, arch: str,
     return [(k, conflicts_per_ffma(k, arch, rule), sum(v) / len(v)) for k, v in sorted(ratio.items())]
 
 
+def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
+    """Dispatch-stall samples per executed FFMA (in units of the kernel's issued-instruction samples) by the
+    most non-reused source registers that share one bank, mod 2 and mod 4: Nsight Compute's per-instruction
+    sampling (``--page source --print-source sass --csv``, plain or gzipped) joined by address offset with our
+    build of ``key``. Returns {"mod2": {k: (stall per FFMA, executions)}, "mod4": {...}}."""
+    import csv
+    import gzip
+    from model.registry import KernelConfig
+    from tools import compiler_facts as cf
+    cubin = cf.compile_cubin(KernelConfig.parse(key), arch)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        ((instrs, _),) = cf.disassemble(str(path)).values()
+    most: dict[int, tuple[int, int]] = {}
+    prev: dict[int, str] = {}
+    for ins in instrs:
+        now: dict[int, str] = {}
+        regs = set()
+        for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
+            m = _REG.match(a)
+            if not m:
+                continue
+            if m.group(2):
+                now[slot] = m.group(1)
+            if ins.op.split(".")[0] == "FFMA" and prev.get(slot) != m.group(1):
+                regs.add(int(m.group(1)[1:]))
+        if ins.op.split(".")[0] == "FFMA":
+            most[ins.addr] = tuple(max(Counter(r % b for r in regs).values(), default=0) for b in (2, 4))
+        prev = now
+    opener = gzip.open if str(csv_path).endswith(".gz") else open
+    with opener(csv_path, "rt") as f:
+        rows = list(csv.reader(f))
+    k = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    col = {h: i for i, h in enumerate(rows[k])}
+    data = rows[k + 1:]
+
+    def num(x: str) -> float:
+        x = x.replace(",", "").strip()
+        return float(x) if x not in ("", "-") else 0.0
+    base = int(data[0][col["Address"]], 16)
+    per_issue = (sum(num(r[col["stall_selected"]]) for r in data)
+                 / max(sum(num(r[col["Instructions Executed"]]) for r in data), 1.0))
+    acc = {"mod2": defaultdict(lambda: [0.0, 0.0]), "mod4": defaultdict(lambda: [0.0, 0.0])}
+    for r in data:
+        m = most.get(int(r[col["Address"]], 16) - base)
+        if m is None:
+            continue
+        for name, v in zip(("mod2", "mod4"), m):
+            acc[name][v][0] += num(r[col["stall_dispatch"]])
+            acc[name][v][1] += num(r[col["Instructions Executed"]])
+    return {name: {v: (a / b / per_issue, b) for v, (a, b) in sorted(t.items()) if b} for name, t in acc.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.bank_conflicts", description=__doc__.splitlines()[0])
     ap.add_argument("configs", nargs="*", help="config keys")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--rule", choices=RULES, default="pairs",
                     help="pairs: k-1 extra reads per bank holding k uncached operands (the facts' rule, default); "
-                         "three: one when an FFMA has three in one bank")
+                         "three: one when an FFMA has three in one bank; quad: three in one of four banks (sm_90's)")
+    ap.add_argument("--source", metavar="CSV", help="Nsight Compute --page source CSV of the (one) config given: "
+                    "dispatch stalls per FFMA by the most operands sharing a bank (mod 2, mod 4)")
     ap.add_argument("--against", nargs=2, metavar=("PREDICTIONS", "RESULTS"),
                     help="correlate conflicts per FFMA with measured / committed-predicted FLOP/s of a sweep")
     ap.add_argument("--min-size", type=int, default=2048, help="with --against: rows with M, N, K >= this")
@@ -143,10 +220,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GemmscopeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for p in a.against or ():
+    if a.source and len(a.configs) != 1:
+        print("error: --source takes exactly one config key (the profiled kernel's)", file=sys.stderr)
+        return 2
+    for p in (a.against or ()) + ((a.source,) if a.source else ()):
         if not Path(p).is_file():
             print(f"error: {p}: no such file", file=sys.stderr)
             return 2
+    if a.source:
+        for name, t in source_table(Path(a.source), a.configs[0], a.arch).items():
+            print(f"{name}: " + "  ".join(f"{v} in one bank: {st:.2f} dispatch-stall cycles per FFMA ({n:.3g})"
+                                          for v, (st, n) in t.items()))
+        return 0
     for k in a.configs:
         print(f"{conflicts_per_ffma(k, a.arch, a.rule):.3f}  {k}")
     if a.against:

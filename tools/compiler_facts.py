@@ -850,7 +850,7 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
     }
 
 
-def analyse_sass(instrs: list[Instr], labels: Mapping[str, int]) -> dict:
+def analyse_sass(instrs: list[Instr], labels: Mapping[str, int], arch: str = "sm_90") -> dict:
     """Histograms and main-loop counts of one function's SASS."""
     body = strip_padding(instrs, labels)
     out: dict = {"sass_total": _hist(body), "total_instructions": len(body)}
@@ -881,8 +881,10 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int]) -> dict:
     if path_instrs:
         out.update(loop_structure(path_instrs, [i for i in outside if i.addr < head_addr]))
         # register-bank conflicts of the steady iteration's FFMAs (tools/bank_conflicts.py): extra operand reads
-        from tools.bank_conflicts import ffma_conflicts
-        out["loop_bank_conflicts"] = ffma_conflicts(path_instrs)[1]   # rule "pairs"
+        from tools.bank_conflicts import BANK_RULE, ffma_conflicts
+        rule = BANK_RULE.get(arch, "pairs")
+        out["loop_bank_conflicts"] = ffma_conflicts(path_instrs, rule)[1]
+        out["loop_bank_rule"] = rule
     return out
 
 
@@ -922,7 +924,7 @@ def _facts_one(cfg: KernelConfig, arch: str, mangled: str, funcs, usage, ptxas, 
     instrs, labels = funcs[mangled]
     u = usage.get(mangled, {})
     px = ptxas.get(mangled, {})
-    sass = analyse_sass(instrs, labels)
+    sass = analyse_sass(instrs, labels, arch)
     exp = expected_loop_ffma(cfg)
     tile = tile_ffma(cfg)
     lf = sass["loop_ffma"]
