@@ -35,6 +35,14 @@ def _frozen(d: Mapping[str, int] | None) -> Mapping[str, int]:
     return MappingProxyType(dict(d or {}))
 
 
+BANK_CONFLICT_CYCLES = {"quad": 1.5, "pairs": 1.0, "three": 1.0}
+"""Dispatch cycles of one register-bank conflict counted under each rule of ``tools/bank_conflicts.py``.
+``quad`` (sm_90): 1.5, the excess dispatch stall Nsight Compute's per-instruction sampling measured on the H200
+(2.0, 1.5 and 1.2 cycles per conflicting FFMA over the others in three kernels, 2026-11-30,
+``experiments/results/h200/logs/source-2026-11-30/``). ``pairs`` / ``three`` (other GPUs, not measured here):
+one extra operand read, one cycle."""
+
+
 @dataclass(frozen=True)
 class Facts:
     """What the compiler made of one config for one architecture."""
@@ -98,21 +106,18 @@ class Facts:
     loop_order: str = ""
     """Order of global loads (G), shared stores (S), shared loads (L), FFMA runs (F), barriers (B)."""
     trace_schema: Mapping[str, Any] | None = None
-    loop_local_cycles: tuple | None = None
-    """Cycles one steady iteration of one warp alone gains over zero local-memory latency, at the local
-    (spill reload) latencies ``trace_schema["local_latencies"]`` (0, 30, 60, 120, 250, 500 cycles): the reloads
-    its critical path waits, one by one or several in flight. None: facts made before the field."""
-    loop_local_chain: float | None = None
-    """Spill reload latencies that add up per iteration at long latency (the table's last slope). Both spill
-    fields are diagnostics, not charged: read at the L1 latency they under-charge the heavily spilling rung 04/06
-    configs by up to 2.6x (their reloads' cost is not the latency the warp waits), so the model keeps one latency
-    per reload divided by the calibrated ``spill_overlap``."""
     loop_bank_rule: str | None = None
     """The rule ``loop_bank_conflicts`` was counted with (``tools.bank_conflicts.BANK_RULE``); None: ``pairs``."""
     loop_bank_conflicts: int | None = None
     """Register-bank conflicts of the steady iteration's FFMAs (the operand reuse cache taken into account:
     ``tools/bank_conflicts.py``, rule ``loop_bank_rule``: ``quad`` on sm_90, ``pairs`` before): the timing model
-    charges each ``tools.bank_conflicts.conflict_cycles`` dispatch cycles. None: facts made before the field."""
+    charges each :data:`BANK_CONFLICT_CYCLES` dispatch cycles (:attr:`bank_conflict_cycles`). None: facts made
+    before the field."""
+
+    @property
+    def bank_conflict_cycles(self) -> float:
+        """Dispatch cycles of the steady iteration's register-bank conflicts (0 when not counted)."""
+        return float(self.loop_bank_conflicts or 0) * BANK_CONFLICT_CYCLES[self.loop_bank_rule or "pairs"]
 
     @property
     def spills(self) -> bool:
@@ -140,8 +145,6 @@ class Facts:
         for k in ("loop_trace_cycles", "prologue_trace_cycles"):
             if kw.get(k) is not None:
                 kw[k] = tuple(tuple(r) for r in kw[k])
-        if kw.get("loop_local_cycles") is not None:
-            kw["loop_local_cycles"] = tuple(float(x) for x in kw["loop_local_cycles"])
         if kw.get("trace_schema") is not None:
             kw["trace_schema"] = MappingProxyType(dict(kw["trace_schema"]))
         for k in ("spill_stores", "spill_loads", "barriers", "local_bytes", "stack_bytes", "shared_static_bytes"):

@@ -108,9 +108,9 @@ and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p
 (or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
 driver picks: the smallest supported step that holds the resident blocks), divided by the reloads in
 flight together (``spill_overlap``, calibrated). Spill loads and stores (``LDL``, ``STL``, every width) also
-take the load/store pipe. (The compiler facts also trace which reloads the warp waits for,
-``loop_local_cycles``; read at those latencies that table under-charges the heavily spilling configs by up to
-2.6x, so it is a diagnostic, not a term.)
+take the load/store pipe. (Tried in the fourth session of 2026-11-30 and left out: the single-warp trace run at
+local-memory latencies, charging the reloads the warp waits for; it under-charged the heavily spilling rung 04/06
+configs by up to 2.6x.)
 
 Calibration
 -----------
@@ -334,8 +334,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
             stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
-            from tools.bank_conflicts import conflict_cycles
-            bank[i] = float(f.loop_bank_conflicts or 0) * per[i] * conflict_cycles(f.loop_bank_rule)
+            bank[i] = f.bank_conflict_cycles * per[i]
         if f.loop_trace_cycles:
             traced.append(i)
             loop_trace.append(f.loop_trace_cycles)

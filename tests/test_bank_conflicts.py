@@ -53,6 +53,13 @@ def test_quad_counts_three_sources_in_one_of_four_banks():
 
 
 def test_facts_use_the_architectures_rule_and_the_model_its_cycles():
-    from tools.bank_conflicts import BANK_RULE, QUAD_DISPATCH_CYCLES, conflict_cycles
+    from dataclasses import replace
+    from model.facts import BANK_CONFLICT_CYCLES, Facts
+    from tools.bank_conflicts import BANK_RULE, RULES
     assert BANK_RULE["sm_90"] == "quad" and "sm_86" not in BANK_RULE
-    assert conflict_cycles("quad") == QUAD_DISPATCH_CYCLES and conflict_cycles(None) == conflict_cycles("pairs") == 1.0
+    assert set(BANK_CONFLICT_CYCLES) == set(RULES)
+    f = Facts.from_json({"config_key": "k", "arch": "sm_90", "nvrtc_version": "13.0", "registers": 128,
+                         "loop_bank_conflicts": 10, "loop_bank_rule": "quad"})
+    assert f.bank_conflict_cycles == 10 * BANK_CONFLICT_CYCLES["quad"] == 15.0
+    assert replace(f, loop_bank_rule=None).bank_conflict_cycles == 10.0          # facts made before the field
+    assert replace(f, loop_bank_conflicts=None).bank_conflict_cycles == 0.0

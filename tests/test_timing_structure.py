@@ -345,19 +345,3 @@ def test_control_code_stall_counts_are_parsed_and_paced() -> None:
     assert warp_trace([a, b], 100, 20)["ends"][0] == 6.0          # 5 cycles, then 1
     assert warp_trace([Instr(0, None, "IADD3", "R1, R2, 0x7f, RZ", None), b], 100, 20)["ends"][0] == 2.0
 
-
-def test_the_trace_tells_spill_reloads_waited_together_from_one_by_one() -> None:
-    """Spill reloads issued together wait one local latency; reloads each used before the next is issued wait
-    one each (the facts' ``loop_local_cycles`` / ``loop_local_chain``: a diagnostic, not charged by the model,
-    see model.facts)."""
-    from tools.compiler_facts import Instr, loop_structure
-    l1 = Instr(0, None, "LDL", "R4, [R1]", None)
-    l2 = Instr(16, None, "LDL", "R8, [R1+0x4]", None)
-    u1 = Instr(32, None, "FFMA", "R6, R4, R4, R6", None)
-    u2 = Instr(48, None, "FFMA", "R7, R8, R8, R7", None)
-    together = loop_structure([l1, l2, u1, u2], [])
-    serial = loop_structure([l1, u1, l2, u2], [])
-    assert together["loop_local_chain"] == pytest.approx(1.0, abs=0.05)
-    assert serial["loop_local_chain"] == pytest.approx(2.0, abs=0.05)
-    none = loop_structure([u1, u2], [])
-    assert none["loop_local_cycles"] == [0.0] * len(none["loop_local_cycles"])

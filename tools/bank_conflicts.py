@@ -56,54 +56,46 @@ the FFMAs whose three non-reused source registers share one of four banks (regis
 cycles at dispatch per execution against 0.2-0.4 for every other FFMA; three in one bank mod 2 but not mod 4,
 or two in one bank mod 4, cost nothing measurable. So the H200's register file has four banks and a bank serves
 two operands of an instruction a cycle."""
-QUAD_DISPATCH_CYCLES = 1.5
-"""Extra dispatch-stall cycles of one ``quad`` conflict on the H200: the excess the same sampling measured
-(2.0, 1.5 and 1.2 warp-cycles per conflicting FFMA over the non-conflicting FFMAs of the three kernels)."""
+# What the timing model charges per conflict under each rule: model.facts.BANK_CONFLICT_CYCLES.
 
 
-def conflict_cycles(rule: str | None) -> float:
-    """Cycles one counted conflict holds its warp at dispatch: ``quad`` the H200's measured
-    :data:`QUAD_DISPATCH_CYCLES`; ``pairs`` / ``three`` one extra operand read, one cycle."""
-    return QUAD_DISPATCH_CYCLES if rule == "quad" else 1.0
+def uncached_sources(instrs: Iterable):
+    """For each FFMA of ``instrs`` (``tools.compiler_facts.Instr`` in program order): (the instruction, the set of
+    its distinct source registers the operand reuse cache does not serve). Slot s is served when the previous
+    instruction marked the same register ``.reuse`` in slot s."""
+    prev: dict[int, str] = {}
+    for ins in instrs:
+        now: dict[int, str] = {}
+        ffma = ins.op.split(".")[0] == "FFMA"
+        regs = set()
+        for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
+            m = _REG.match(a)
+            if not m:
+                continue
+            if m.group(2):
+                now[slot] = m.group(1)
+            if ffma and prev.get(slot) != m.group(1):
+                regs.add(int(m.group(1)[1:]))
+        if ffma:
+            yield ins, regs
+        prev = now
 
 
 def ffma_conflicts(instrs: Iterable, rule: str = "pairs") -> tuple[int, int]:
-    """(FFMAs, extra register-bank reads) over ``instrs`` (``tools.compiler_facts.Instr`` in program order):
-    for each FFMA, the distinct source registers that the reuse cache does not serve (slot s is served when
-    the previous instruction marked the same register ``.reuse`` in slot s), grouped by bank (index mod 2).
-    ``rule="three"``: one extra read when three of them sit in one bank (a 64-bit bank serves two);
-    ``rule="pairs"``: a bank holding k of them costs k - 1 extra reads;
-    ``rule="quad"``: four banks (index mod 4), one conflict when three of them sit in one bank."""
+    """(FFMAs, extra register-bank reads) over ``instrs``: each FFMA's :func:`uncached_sources`, grouped by bank
+    (index mod 2). ``rule="three"``: one extra read when three of them sit in one bank (a 64-bit bank serves
+    two); ``rule="pairs"``: a bank holding k of them costs k - 1 extra reads; ``rule="quad"``: four banks
+    (index mod 4), one conflict when three of them sit in one bank."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r} ({', '.join(RULES)})")
-    prev: dict[int, str] = {}
     n = extra = 0
-    for ins in instrs:
-        now: dict[int, str] = {}
-        if ins.op.split(".")[0] == "FFMA":
-            args = [a.strip() for a in ins.operands.split(",")]
-            regs = set()
-            for slot, a in enumerate(args[1:4]):
-                m = _REG.match(a)
-                if not m:
-                    continue
-                r = m.group(1)
-                if m.group(2):
-                    now[slot] = r
-                if prev.get(slot) != r:
-                    regs.add(int(r[1:]))
-            banks = Counter(r % (4 if rule == "quad" else 2) for r in regs)
-            if rule == "pairs":
-                extra += sum(max(0, k - 1) for k in banks.values())
-            else:
-                extra += int(any(k >= 3 for k in banks.values()))
-            n += 1
+    for _, regs in uncached_sources(instrs):
+        banks = Counter(r % (4 if rule == "quad" else 2) for r in regs)
+        if rule == "pairs":
+            extra += sum(max(0, k - 1) for k in banks.values())
         else:
-            for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
-                m = _REG.match(a)
-                if m and m.group(2):
-                    now[slot] = m.group(1)
-        prev = now
+            extra += int(any(k >= 3 for k in banks.values()))
+        n += 1
     return n, extra
 
 
@@ -157,22 +149,8 @@ def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)
         ((instrs, _),) = cf.disassemble(str(path)).values()
-    most: dict[int, tuple[int, int]] = {}
-    prev: dict[int, str] = {}
-    for ins in instrs:
-        now: dict[int, str] = {}
-        regs = set()
-        for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
-            m = _REG.match(a)
-            if not m:
-                continue
-            if m.group(2):
-                now[slot] = m.group(1)
-            if ins.op.split(".")[0] == "FFMA" and prev.get(slot) != m.group(1):
-                regs.add(int(m.group(1)[1:]))
-        if ins.op.split(".")[0] == "FFMA":
-            most[ins.addr] = tuple(max(Counter(r % b for r in regs).values(), default=0) for b in (2, 4))
-        prev = now
+    most = {ins.addr: tuple(max(Counter(r % b for r in regs).values(), default=0) for b in (2, 4))
+            for ins, regs in uncached_sources(instrs)}
     opener = gzip.open if str(csv_path).endswith(".gz") else open
     with opener(csv_path, "rt") as f:
         rows = list(csv.reader(f))

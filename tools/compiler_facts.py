@@ -350,7 +350,6 @@ _TARGET = re.compile(r"`\(([^)]+)\)")
 _SECTION = re.compile(r"^\.text\.(\S+):\s*$")
 
 
-_HEX_LO = re.compile(r";\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
 _HEX_HI = re.compile(r"^\s*/\*\s*0x([0-9a-fA-F]{16})\s*\*/\s*$")
 
 
@@ -675,9 +674,6 @@ ALU_LATENCY_CYCLES = 4
 """Dependent-issue latency of FFMA / integer ALU instructions: 4 cycles on sm_70 and later (Jia et al.,
 "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", 2018, Table 4.1; Ampere and Hopper
 microbenchmarks give the same 4 cycles, and experiments/microbench.py measures 4.1 on the H200)."""
-TRACE_LOCAL_LATENCIES = (0, 30, 60, 120, 250, 500)
-"""Local-memory (spill reload) latencies at which the iteration's extra cycles over zero local latency are
-tabulated (``loop_local_cycles``, at zero global latency): the reloads the warp's critical path waits."""
 CONST_LATENCY_CYCLES = 10
 """LDC / S2R / S2UR result latency (constant cache hit, special registers): a short fixed estimate."""
 
@@ -821,14 +817,6 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
             row.append(round((e[3] - e[1]) / 2.0, 2))
         table.append(row)
         pro.append([round(warp_trace(prologue, lg, ls)["ends"][0], 1) for ls in TRACE_SHARED_LATENCIES])
-    # Spill reloads (LDL) waited on one by one, or several in flight together: the slope of the iteration's
-    # time in the local-memory latency, at zero global latency (the reloads the warp's critical path waits).
-    def at_local(ll):
-        e = warp_trace(path, 0, TRACE_SHARED_LATENCIES[0], repeat=4, local_latency=ll)["ends"]
-        return (e[3] - e[1]) / 2.0
-    has_ldl = any(i.op.split(".")[0] == "LDL" for i in path)
-    local = [round(at_local(ll) - at_local(0), 2) if has_ldl else 0.0 for ll in TRACE_LOCAL_LATENCIES]
-    local_chain = local[-1] / TRACE_LOCAL_LATENCIES[-1]
     hi = TRACE_GLOBAL_LATENCIES[-1]
     full = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=4)
     one = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=3)
@@ -839,14 +827,11 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
         "loop_global_loads": sum(1 for i in path if i.op.split(".")[0] in ("LDG", "LD", "LDGSTS")),
         "loop_load_waits": full["waits"] - one["waits"],
         "loop_latency_chain": round(slope, 4),
-        "loop_local_chain": round(local_chain, 4),
-        "loop_local_cycles": local,
         "loop_loads_in_flight": full["most_in_flight"],
         "loop_order": "".join(order),
         "trace_schema": {"global_latencies": list(TRACE_GLOBAL_LATENCIES),
                          "shared_latencies": list(TRACE_SHARED_LATENCIES),
-                         "alu_latency": ALU_LATENCY_CYCLES, "issue": "control-code stall counts",
-                         "local_latencies": list(TRACE_LOCAL_LATENCIES)},
+                         "alu_latency": ALU_LATENCY_CYCLES, "issue": "control-code stall counts"},
     }
 
 
