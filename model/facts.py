@@ -42,6 +42,16 @@ BANK_CONFLICT_CYCLES = {"quad": 1.5, "pairs": 1.0, "three": 1.0}
 ``experiments/results/h200/logs/source-2026-11-30/``). ``pairs`` / ``three`` (other GPUs, not measured here):
 one extra operand read, one cycle."""
 
+FFMA_DISPATCH_CYCLES = {"sm_90": 0.25}
+"""Dispatch-stall cycles of every FFMA, beside its register-bank conflicts: the base rate at which the dispatch
+unit holds an FFMA whose operands conflict in no bank. Measured on the H200 by Nsight Compute's per-instruction
+stall sampling (``stall_dispatch`` per executed FFMA with no three uncached sources in one bank, 2026-11-30,
+``experiments/results/h200/logs/source-2026-11-30/``): 0.16 (rung 10's 128x256x8), 0.25 (rung 07's 128x128x16
+w64x32) and 0.36 (rung 07's 128x128x16 w64x64) cycles; 0.25 is their middle. It does not depend on how many
+uncached sources the FFMA has, nor on a conflict in the instruction before it. Every warp holds at the same
+FFMAs, so the timing model adds these cycles to an iteration like the other fixed stalls, once per round
+(``Profile.bank_conflicts``). Other architectures: not measured here, 0."""
+
 
 @dataclass(frozen=True)
 class Facts:

@@ -53,6 +53,11 @@ as a delay, the difference would be 0.2-3 %.) Register-bank conflicts join them:
 source registers not served by the operand reuse cache share one of four banks (index mod 4) waits 1.5 cycles
 at dispatch (Nsight Compute's per-instruction stall sampling on the H200, ``tools/bank_conflicts.py``, rule
 ``quad``); on older GPUs the compiler facts keep the two-bank count ``pairs`` (Jia et al. 2018), one cycle each.
+So does every FFMA's base dispatch stall, 0.25 cycles on the H200 (the same sampling, FFMAs without a bank
+conflict: :data:`model.facts.FFMA_DISPATCH_CYCLES`). Added once per round, these stalls weigh on a scheduler
+in inverse proportion to its warps: a lone warp per scheduler (4-warp blocks, one per SM) pays them in full.
+The H200 rows of rungs 07-10 show it: per scheduler and instruction 1.4-1.8 cycles with one warp, 1.2-1.4 with
+two, against 1 + (c1 - 1) / w for a lone-warp rate c1 (fifth session of 2026-11-30).
 
 *Blocks partly outside C.* A kernel whose threads outside C return before the loop (the naive kernel)
 runs only the warps of an edge block that have a thread inside C, and their loads touch only the active
@@ -130,6 +135,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
+from .facts import FFMA_DISPATCH_CYCLES
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
@@ -288,7 +294,7 @@ class Profile:
     global_load_instructions: float = 0.0   # warp-level LDG per block and iteration
     shared_instructions: float = 0.0        # warp-level LDS + STS per block and iteration
     local_stores: float = 0.0               # spill stores (STL) per warp and iteration
-    bank_conflicts: float = 0.0             # dispatch cycles of the FFMAs' register-bank conflicts per warp and iteration
+    bank_conflicts: float = 0.0             # dispatch-stall cycles of the FFMAs per warp and iteration: bank conflicts + base rate
     global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
     l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
     exit_pattern: tuple = (0, 0, 0)         # (threads, BX, COALESCED) when threads outside C return (_partial_blocks)
@@ -334,7 +340,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
             stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
-            bank[i] = f.bank_conflict_cycles * per[i]
+            # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
+            bank[i] = f.bank_conflict_cycles * per[i] + FFMA_DISPATCH_CYCLES.get(f.arch, 0.0) * ffma_per_warp_it[i]
         if f.loop_trace_cycles:
             traced.append(i)
             loop_trace.append(f.loop_trace_cycles)
@@ -430,7 +437,7 @@ class ProfileArrays:
     gld_instr: np.ndarray    # warp-level global loads per block and iteration
     shared_instr: np.ndarray  # warp-level shared loads and stores per block and iteration
     local_stores: np.ndarray  # spill stores per warp and iteration
-    bank_conflicts: np.ndarray  # extra register-bank reads of the FFMAs per warp and iteration
+    bank_conflicts: np.ndarray  # dispatch-stall cycles of the FFMAs per warp and iteration (bank conflicts + base)
     gld_wf: np.ndarray       # (rows, 2, 32): L1 data-stage wavefronts of A by K mod 32, of B by N mod 32
     has_wf: np.ndarray       # gld_wf known (else it holds the 128-byte lines): see _l1_wavefronts
     exits: np.ndarray        # (rows, 3): (threads, BX, COALESCED) when threads outside C return, else 0
@@ -567,8 +574,11 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     # on shared loads): every warp of the SM runs the same code in the same phase (a barrier per iteration,
     # blocks started together), so they stall in the same cycles and no other warp fills them. They are
     # added to the iteration after the mean value analysis, not given to it as a delay other warps hide.
-    # Register-bank conflicts (an FFMA whose three uncached sources share a bank) hold the warp at dispatch at
-    # the same instructions on every warp: fixed stalls too (Profile.bank_conflicts is in cycles).
+    # Dispatch stalls (an FFMA whose three uncached sources share a register bank, and every FFMA's base
+    # dispatch stall, model.facts.FFMA_DISPATCH_CYCLES) hold the warp at the same instructions on every warp:
+    # fixed stalls too (Profile.bank_conflicts is in cycles). Once per round: a scheduler with w warps pays
+    # them once for its w x I issue cycles, so a lone warp per scheduler (4-warp blocks, one per SM) pays
+    # them in full - the H200 data's lone-warp cycles per instruction, 1.4-1.8 against 1.1-1.4 traced.
     fixed = np.maximum(t0 - pa.instr, 0.0) + pa.bank_conflicts
     Z = np.maximum(t1 - np.maximum(t0, pa.instr), 0.0) + own + spills
     per = np.where(sync, W, 1.0)
