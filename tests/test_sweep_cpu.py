@@ -60,6 +60,26 @@ def test_edge_val6_shapes_are_new() -> None:
             assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
 
 
+def test_edge_val7_shapes_are_new() -> None:
+    # the seventh validation set was checked against every sweep before it ran (no shape of it anywhere else)
+    mine = {t.size for t in sw.load_sweep("edge_val7").tasks(H200)[0]}
+    assert len(mine) == 12
+    for name in sw.sweep_names():
+        if name != "edge_val7":
+            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
+
+
+def test_lean6_new_sizes_are_new() -> None:
+    # lean6's grid sizes (all but the issue-9 sizes) were checked new against every other sweep before it ran
+    issue9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
+              (512, 512, 16384)}
+    mine = {t.size for t in sw.load_sweep("lean6").tasks(H200)[0]} - issue9
+    assert mine == {(2816, 2816, 2816), (5632, 2304, 3072), (1536, 9216, 1280), (3072, 5120, 2560), (768, 1024, 12288)}
+    for name in sw.sweep_names():
+        if name != "lean6":
+            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
+
+
 def test_holdout_sizes_are_new() -> None:
     # the hold-out set measures sizes that no calibration sweep measured: 172 rows on the H200
     tasks, _ = sw.load_sweep("holdout").tasks(H200)
