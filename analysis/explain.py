@@ -194,8 +194,10 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     load_txt = (f"one warp alone needs {_fmt_cycles(t1)} cycles per {step} for {prof.instructions_per_warp:,.0f} "
                 f"instructions at a {_fmt_cycles(lg)}-cycle global latency ({why_lg}; {chain:.2f} latencies in "
                 f"series per {step}, from the {'SASS loop trace' if prof.source == 'sass' else 'estimate'})")
-    pipes = (f"issue {_fmt_cycles(rnd['issue'])}, shared {_fmt_cycles(rnd['shared'])} and L1 "
-             f"{_fmt_cycles(rnd['l1'])} cycles, overlapping partly with p = {p:.2f}")
+    issued = b * prof.warps * prof.instructions_per_warp / rt.schedulers   # the instructions' issue cycles
+    pipes = (f"issue {_fmt_cycles(issued)}, shared {_fmt_cycles(rnd['shared'])} and L1 "
+             f"{_fmt_cycles(rnd['l1'])} cycles, overlapping partly with p = {p:.2f}"
+             + (f"; instruction fetch {_fmt_cycles(prof.fetch_cycles)}, a floor" if prof.fetch_cycles > 0 else ""))
     head = f"one round (every resident block one {step}) takes {_fmt_cycles(rnd['round'])} cycles"
     sync = prof.barriers > 0
     hiders = (f"{b} block{'s' if b != 1 else ''} (a barrier per {step} keeps each block's warps in step)" if sync
@@ -205,6 +207,13 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     else:
         split = (f"{head}: {_fmt_cycles(service)} cycles of SM pipe work ({pipes}) plus {_fmt_cycles(exposed)} "
                  f"cycles of exposed latency: {load_txt}, and {hiders} cannot hide it all (mean value analysis)")
+    fetch_txt = ""
+    if prof.fetch_cycles > 0:
+        from model.facts import INSTRUCTION_FETCH
+        l0, rate = INSTRUCTION_FETCH[gpu.arch]
+        fetch_txt = (f" (the loop's code exceeds the {l0 / 1024:.0f} KB L0 instruction cache, so each scheduler "
+                     f"fetches it again every {step} at {rate:g} B a cycle: {_fmt_cycles(prof.fetch_cycles)} cycles, "
+                     f"a floor under the round)")
     bound = pred.bound
     sm_t = fmt_time(float(ev["t_sm"]))
     s: list[str] = []
@@ -213,7 +222,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     elif bound == "issue":
         s.append(f"Bound by instruction issue: {who}, each warp issuing {prof.instructions_per_warp:,.4g} "
                  f"instructions per {step} (from the {'SASS' if prof.source == 'sass' else 'simulator estimate'}) "
-                 f"on {rt.schedulers} schedulers: {_fmt_cycles(rnd['issue'])} issue cycles; {split}.")
+                 f"on {rt.schedulers} schedulers: {_fmt_cycles(issued)} issue cycles{fetch_txt}; {split}.")
     elif bound == "shared":
         bi = sim.per_block_iteration
         conf = bi.lds_bank_conflicts + bi.sts_bank_conflicts

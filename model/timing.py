@@ -59,6 +59,12 @@ in inverse proportion to its warps: a lone warp per scheduler (4-warp blocks, on
 The H200 rows of rungs 07-10 show it: per scheduler and instruction 1.4-1.8 cycles with one warp, 1.2-1.4 with
 two, against 1 + (c1 - 1) / w for a lone-warp rate c1 (fifth session of 2026-11-30).
 
+*Instruction fetch.* A main loop whose code exceeds the L0 instruction cache (32 KB a scheduler on sm_90,
+inferred from Nsight Compute's ``no_instruction`` stalls: :data:`model.facts.INSTRUCTION_FETCH`) is fetched
+again every iteration at the rate beyond the L0 (6.7 B a cycle): its path bytes / that rate is a floor under a
+round, one stream per scheduler (its warps run the loop in phase). Rung 07's spilling 41 KB tile, alone on its
+scheduler at skinny shapes, runs at this floor; loops of 19-21 KB never meet it.
+
 *Blocks partly outside C.* A kernel whose threads outside C return before the loop (the naive kernel)
 runs only the warps of an edge block that have a thread inside C, and their loads touch only the active
 lanes' lines: the launch's mean block replaces the interior one (:func:`_partial_blocks`). At a skinny
@@ -135,11 +141,13 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import FFMA_DISPATCH_CYCLES
+from .facts import FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
 
+_SASS_BYTES = 16
+"""Bytes of one Volta-and-later SASS instruction (128-bit encoding)."""
 CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "calibration.json"
 LIMITS = ("issue", "shared", "l1", "latency", "l2", "dram")
 
@@ -298,6 +306,7 @@ class Profile:
     global_load_wavefronts: tuple = ()      # (A by K mod 32, B by N mod 32): L1 data-stage wavefronts per block-iteration
     l1_tag_limited: bool = False            # the data-stage wavefronts are known (see _l1_wavefronts)
     exit_pattern: tuple = (0, 0, 0)         # (threads, BX, COALESCED) when threads outside C return (_partial_blocks)
+    fetch_cycles: float = 0.0               # a scheduler's instruction fetch per iteration when the loop exceeds the L0 i-cache
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -327,6 +336,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
              + cnt["bar_warp"] + cnt["int_warp_est"]) / warps
     per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     bank = np.zeros(n)
+    fetch = np.zeros(n)
     fregs = np.zeros(n, dtype=np.int64)
     traced, loop_trace, pro_trace = [], [], []
     for i, f in enumerate(facts):
@@ -342,6 +352,10 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             epi[i] = float(f.epilogue_instructions or 0)
             # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
             bank[i] = f.bank_conflict_cycles * per[i] + FFMA_DISPATCH_CYCLES.get(f.arch, 0.0) * ffma_per_warp_it[i]
+            # a loop larger than the L0 i-cache is fetched again every iteration (model.facts.INSTRUCTION_FETCH)
+            l0, rate = INSTRUCTION_FETCH.get(f.arch, (math.inf, 1.0))
+            if (f.loop_instructions or 0) * _SASS_BYTES > l0:
+                fetch[i] = f.loop_path_instructions * _SASS_BYTES * per[i] / rate
         if f.loop_trace_cycles:
             traced.append(i)
             loop_trace.append(f.loop_trace_cycles)
@@ -376,7 +390,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
-            "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits}
+            "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits, "fetch": fetch}
 
 
 @lru_cache(maxsize=100_000)
@@ -404,7 +418,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    global_load_wavefronts=tuple(map(tuple, c["gld_wf"].tolist())),
                    l1_tag_limited=bool(c["has_wf"]),
                    exit_pattern=tuple(int(x) for x in c["exits"]),
-                   local_stores=float(c["local_stores"]))
+                   local_stores=float(c["local_stores"]), fetch_cycles=float(c["fetch"]))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -441,6 +455,7 @@ class ProfileArrays:
     gld_wf: np.ndarray       # (rows, 2, 32): L1 data-stage wavefronts of A by K mod 32, of B by N mod 32
     has_wf: np.ndarray       # gld_wf known (else it holds the 128-byte lines): see _l1_wavefronts
     exits: np.ndarray        # (rows, 3): (threads, BX, COALESCED) when threads outside C return, else 0
+    fetch: np.ndarray        # instruction-fetch floor of an iteration (cycles; 0: the loop fits the L0 i-cache)
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -584,8 +599,12 @@ def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams
     per = np.where(sync, W, 1.0)
     n = np.where(sync, b, b * W)
     total = _mva(per * s_w, Z, n) + fixed
+    # Instruction fetch: a loop that does not fit the L0 i-cache streams its code in again every iteration, one
+    # stream per scheduler (its warps run the loop in phase), at the rate beyond the L0: a floor under the round.
+    total = np.maximum(total, pa.fetch)
     nw = b * W
-    return total, np.stack([nw * issue, nw * shared, nw * l1, np.maximum(total - nw * s_w, 0.0)])
+    return total, np.stack([np.maximum(nw * issue, pa.fetch), nw * shared, nw * l1,
+                            np.maximum(total - np.maximum(nw * s_w, pa.fetch), 0.0)])
 
 
 def _distinct_rows(*cols) -> tuple[list[tuple], np.ndarray]:
@@ -950,7 +969,7 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "registers": "registers", "gld_instr": "global_load_instructions",
                  "shared_instr": "shared_instructions", "local_stores": "local_stores",
                  "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
-                 "has_wf": "l1_tag_limited", "exits": "exit_pattern"}
+                 "has_wf": "l1_tag_limited", "exits": "exit_pattern", "fetch": "fetch_cycles"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
@@ -1040,7 +1059,11 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     t1 = float(_interp_trace(pa.trace, np.array([lg]), rt.shared_latency_cycles)[0])
     formulas = {
         "issue": f"n warps x {prof.instructions_per_warp:.0f} instructions per iteration / {rt.schedulers} schedulers "
-                 f"[{prof.source}]",
+                 f"[{prof.source}]" + (
+                     f"; instruction fetch: the loop exceeds the {INSTRUCTION_FETCH[gpu.arch][0] / 1024:.0f} KB L0 "
+                     f"i-cache, {prof.fetch_cycles:.0f} cycles per iteration to fetch its path at "
+                     f"{INSTRUCTION_FETCH[gpu.arch][1]:g} B a cycle (a floor under each round)"
+                     if prof.fetch_cycles > 0 else ""),
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
         "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]))[0]) / prof.warps:.2f} global-load "

@@ -345,3 +345,46 @@ def test_control_code_stall_counts_are_parsed_and_paced() -> None:
     assert warp_trace([a, b], 100, 20)["ends"][0] == 6.0          # 5 cycles, then 1
     assert warp_trace([Instr(0, None, "IADD3", "R1, R2, 0x7f, RZ", None), b], 100, 20)["ends"][0] == 2.0
 
+
+
+# --------------------------------------------------------------------------------------------------
+# Dispatch stalls and instruction fetch (fifth session of 2026-11-30)
+# --------------------------------------------------------------------------------------------------
+
+SPILL07 = KernelConfig.parse("07:BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=4,TM=8,TN=4,SWZ=1,SPLITK=1")
+SIB07 = KernelConfig.parse("07:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1")
+
+
+def test_every_ffma_pays_the_base_dispatch_stall() -> None:
+    from model.facts import FFMA_DISPATCH_CYCLES, facts_for
+    from model.counts import steady_counts
+    for cfg in (SPILL07, SIB07):
+        f = facts_for(cfg, "sm_90")
+        b = steady_counts(cfg)
+        ffma = b.ffma_warp / b.warps                       # FFMAs per warp and iteration
+        per = ffma / f.loop_ffma                            # iterations of ours per SASS loop iteration
+        want = f.bank_conflict_cycles * per + FFMA_DISPATCH_CYCLES["sm_90"] * ffma
+        assert profile(cfg, "sm_90").bank_conflicts == pytest.approx(want)
+        assert profile(cfg, "sm_90").bank_conflicts >= 0.25 * ffma
+    # architectures without a measurement pay only their bank conflicts
+    f = facts_for(SIB07, "sm_86")
+    b = steady_counts(SIB07)
+    per = b.ffma_warp / b.warps / f.loop_ffma
+    assert profile(SIB07, "sm_86").bank_conflicts == pytest.approx(f.bank_conflict_cycles * per)
+
+
+def test_a_loop_larger_than_the_l0_icache_is_fetched_every_iteration() -> None:
+    from model.facts import INSTRUCTION_FETCH, facts_for
+    l0, rate = INSTRUCTION_FETCH["sm_90"]
+    f = facts_for(SPILL07, "sm_90")
+    assert f.loop_instructions * 16 > l0                  # 41 KB of loop code
+    assert profile(SPILL07, "sm_90").fetch_cycles == pytest.approx(f.loop_path_instructions * 16 / rate, rel=1e-3)
+    assert facts_for(SIB07, "sm_90").loop_instructions * 16 < l0
+    assert profile(SIB07, "sm_90").fetch_cycles == 0.0
+    # one 4-warp block per SM (48 blocks at N = 60): the fetch floor sets the iteration, not the issue
+    p = predict(H200, SPILL07, 6144, 60, 2560)
+    floor = (2560 // 16) * profile(SPILL07, "sm_90").fetch_cycles / rates(H200).clock_hz
+    assert p.time_s >= floor
+    assert p.bound == "issue"
+    # other GPUs have no measured fetch rate: no floor
+    assert profile(SPILL07, "sm_86").fetch_cycles == 0.0

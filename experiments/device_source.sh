@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Diagnostic: Nsight Compute's per-instruction stall sampling (SourceCounters, WarpStateStats; --page source,
+# SASS, CSV) of configs at given sizes, one profiled launch each (the second, after warm-up), clocks left alone.
+#   OUT=/path experiments/device_source.sh KEY:M:N:K ...      -> $OUT/src_<i>.csv.gz, $OUT/src_index.txt
+# Read with: python3 -m tools.bank_conflicts --source CSV KEY  (dispatch stalls by register bank).
+set -u
+export CUPY_TF32=0
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+i=0
+for spec in "$@"; do
+  IFS=: read -r rung rest <<< "$spec"
+  key="$rung:${rest%%:*}"; size=${rest#*:}; M=${size%%:*}; size=${size#*:}; N=${size%%:*}; K=${size#*:}
+  i=$((i+1))
+  echo "src_$i.csv.gz  $key  $M $N $K" | tee -a "$OUT/src_index.txt"
+  timeout 200 "$NCU" --clock-control none --section SourceCounters --section WarpStateStats --page source \
+      --print-source sass --csv -k "regex:sgemm_$rung" --launch-skip 1 --launch-count 1 \
+      python3 -m experiments.ncu_target "$key" "$M" "$N" "$K" 2>&1 | gzip > "$OUT/src_$i.csv.gz"
+  echo "exit ${PIPESTATUS[0]}" | tee -a "$OUT/src_index.txt"
+done
