@@ -57,7 +57,7 @@ A main loop whose code does not fit the L0 is fetched again every iteration: the
 a floor under the iteration (:func:`model.timing._round_cycles`), one stream per scheduler (its warps run the
 loop in phase). Inferred on the H200 from Nsight Compute's per-instruction sampling (``stall_no_instruction``,
 ``experiments/results/h200/logs/source2-2026-11-30/``, 2026-11-30): loops of 19-21 KB (rungs 07-10's classic
-tiles) stall 0.01-0.05 cycles per instruction for instruction fetch, rung 07's 41 KB spilling tile 0.37 with two
+tiles) stall 0.01-0.06 cycles per instruction for instruction fetch, rung 07's 41 KB spilling tile 0.12 with two
 warps per scheduler and 0.88 alone (one 4-warp block per SM at 6144x60x2560), where it issues one instruction
 every 2.63 cycles: 16 B / 2.63 = 6.1-6.7 B a cycle, and an L0 between 21 and 41 KB, 32 KB taken. Not a published
 figure (NVIDIA documents no Hopper i-cache sizes; Jia et al. 2018 measured 12 KB L0 per scheduler on Volta):
