@@ -69,6 +69,27 @@ def test_edge_val7_shapes_are_new() -> None:
             assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
 
 
+def test_edge_val8_shapes_are_new() -> None:
+    # the eighth validation set was checked against every sweep before it ran (no shape of it anywhere else)
+    mine = {t.size for t in sw.load_sweep("edge_val8").tasks(H200)[0]}
+    assert len(mine) == 12
+    for name in sw.sweep_names():
+        if name != "edge_val8":
+            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
+
+
+def test_lean7_new_sizes_are_new() -> None:
+    # lean7's sizes other than the issue-9 sizes were checked new against every other sweep before it ran
+    issue9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
+              (512, 512, 16384)}
+    mine = {t.size for t in sw.load_sweep("lean7").tasks(H200)[0]} - issue9
+    assert mine == {(3840, 3840, 3840), (6912, 1792, 2304), (1152, 10240, 1536), (2560, 7680, 1792),
+                    (640, 1536, 14336), (3584, 4608, 2048)}
+    for name in sw.sweep_names():
+        if name != "lean7":
+            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
+
+
 def test_lean6_new_sizes_are_new() -> None:
     # lean6's grid sizes (all but the issue-9 sizes) were checked new against every other sweep before it ran
     issue9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
