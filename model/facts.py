@@ -55,13 +55,15 @@ INSTRUCTION_FETCH = {"sm_90": (32768, 6.7)}
 """(L0 instruction-cache bytes per scheduler, bytes a cycle a scheduler fetches from beyond it) per architecture.
 A main loop whose code does not fit the L0 is fetched again every iteration: the loop's path bytes / the rate is
 a floor under the iteration (:func:`model.timing._round_cycles`), one stream per scheduler (its warps run the
-loop in phase). Inferred on the H200 from Nsight Compute's per-instruction sampling (``stall_no_instruction``,
-``experiments/results/h200/logs/source2-2026-11-30/``, 2026-11-30): loops of 19-21 KB (rungs 07-10's classic
-tiles) stall 0.01-0.06 cycles per instruction for instruction fetch, rung 07's 41 KB spilling tile 0.12 with two
-warps per scheduler and 0.88 alone (one 4-warp block per SM at 6144x60x2560), where it issues one instruction
-every 2.63 cycles: 16 B / 2.63 = 6.1-6.7 B a cycle, and an L0 between 21 and 41 KB, 32 KB taken. Not a published
-figure (NVIDIA documents no Hopper i-cache sizes; Jia et al. 2018 measured 12 KB L0 per scheduler on Volta):
-a microbenchmark should replace it. Other architectures: not measured, no floor."""
+loop in phase). Measured on the H200 by ``experiments/icache.py`` (``experiments/results/h200/icache-2026-11-30.json``,
+2026-11-30): a loop of N independent FFMAs issues at 1.01-1.05 cycles per instruction up to 24 KB, 1.16 at
+32.05 KB and 2.42-2.49 from 40 KB to 128 KB with one warp per scheduler (16 B / 2.42 = 6.6 B a cycle), 1.11-1.17
+per instruction and scheduler with two warps (7.1 B a cycle). The values were first inferred from Nsight
+Compute's per-instruction sampling of our kernels (``experiments/results/h200/logs/source2-2026-11-30/``):
+loops of 19-21 KB wait 0.01-0.06 cycles per instruction for instructions, rung 07's 41 KB spilling tile 0.12
+with two warps per scheduler and 0.88 alone, issuing one every 2.63 cycles (16 B / 2.63 = 6.1; 6.7 taken); the
+blind rounds lean7 and edge_val8 were predicted with (32768, 6.7), and the microbenchmark, run after them,
+agrees. Other architectures: not measured, no floor."""
 
 
 

@@ -60,7 +60,8 @@ The H200 rows of rungs 07-10 show it: per scheduler and instruction 1.4-1.8 cycl
 two, against 1 + (c1 - 1) / w for a lone-warp rate c1 (fifth session of 2026-11-30).
 
 *Instruction fetch.* A main loop whose code exceeds the L0 instruction cache (32 KB a scheduler on sm_90,
-inferred from Nsight Compute's ``no_instruction`` stalls: :data:`model.facts.INSTRUCTION_FETCH`) is fetched
+measured by ``experiments/icache.py`` and seen in Nsight Compute's ``no_instruction`` stalls:
+:data:`model.facts.INSTRUCTION_FETCH`) is fetched
 again every iteration at the rate beyond the L0 (6.7 B a cycle): its path bytes / that rate is a floor under a
 round, one stream per scheduler (its warps run the loop in phase). Rung 07's spilling 41 KB tile, alone on its
 scheduler at skinny shapes, runs at this floor; loops of 19-21 KB never meet it.

@@ -190,3 +190,51 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     while j != start:
         j, n = int(nxt[j]), n + 1
     assert n == 1000
+
+
+def test_icache_refuses_bad_iterations(capsys) -> None:
+    from experiments import icache
+    assert icache.main(["--iters", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--iters" in err[0]
+
+
+def test_icache_result_backs_the_fetch_constants() -> None:
+    # the shipped microbenchmark run: loops up to 24 KB issue at ~1 cycle per instruction, 40 KB and more at the
+    # fetch rate model.facts.INSTRUCTION_FETCH uses (within 10 %), one warp per scheduler
+    import json
+    from pathlib import Path
+    from model.facts import INSTRUCTION_FETCH
+    d = json.loads((Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200"
+                    / "icache-2026-11-30.json").read_text())
+    assert d["schema"] == "gemmscope.icache" and "H200" in d["gpu"]
+    l0, rate = INSTRUCTION_FETCH["sm_90"]
+    for r in d["rows"]:
+        if r["warps_per_scheduler"] != 1:
+            continue
+        if r["code_bytes"] <= 24 * 1024:
+            assert r["cycles_per_instruction"] < 1.1
+        elif r["code_bytes"] >= 40 * 1024:
+            assert abs(16.0 / r["cycles_per_instruction"] - rate) / rate < 0.1
+    assert l0 == 32 * 1024
+
+
+def test_overlap_refuses_bad_iterations(capsys) -> None:
+    from experiments import overlap
+    assert overlap.main(["--iters", "-3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--iters" in err[0]
+
+
+def test_overlap_result_shows_the_load_pipe_floor() -> None:
+    # the shipped run: with the loads' 4 wavefronts (32 distinct 16-byte words) and one FFMA per load the loop is
+    # bound by the shared-memory pipe at about one wavefront a cycle, however many warps run
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200"
+                    / "overlap-2026-11-30.json").read_text())
+    assert d["schema"] == "gemmscope.overlap"
+    for r in d["rows"]:
+        if r["lanes_per_word"] == 1 and r["ffma_per_load"] == 1:
+            loads = r["steps"] * r["warps_per_block"]            # LDS.128 per iteration and SM
+            assert 3.8 < r["cycles_per_iteration"] / loads < 4.4
