@@ -13,11 +13,10 @@ GPU and CuPy; ``model.facts.INSTRUCTION_FETCH`` takes its numbers from such a ru
 """
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
 import statistics
-import sys
+
+from . import kernelbench
+from .kernelbench import block_cycles, device_sms, result
 
 SIZES = (256, 512, 1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 8192)
 WARPS = (1, 4, 8)
@@ -42,53 +41,23 @@ extern "C" __global__ void icache(float* out, long long* cycles, float a, float 
 
 def run(iters: int = 200, log=print) -> dict:
     import cupy as cp
-    dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
+    sms = device_sms()
     rows = []
     for n in SIZES:
-        mod = cp.RawModule(code=SRC, options=(f"-DNBODY={n}",))
-        k = mod.get_function("icache")
+        k = cp.RawModule(code=SRC, options=(f"-DNBODY={n}",)).get_function("icache")
         for w in WARPS:
-            threads = 32 * w
-            out = cp.zeros(sms * threads, dtype=cp.float32)
-            cyc = cp.zeros(sms, dtype=cp.int64)
-            args = (out, cyc, cp.float32(0.999), cp.float32(0.001), cp.int32(iters))
-            k((sms,), (threads,), args)              # warm-up: the code reaches the caches once
-            cp.cuda.runtime.deviceSynchronize()
-            k((sms,), (threads,), args)
-            cp.cuda.runtime.deviceSynchronize()
-            raw = [int(c) for c in cyc.get()]
+            raw = block_cycles(k, sms, 32 * w, iters)
             per_sched = -(-w // 4)
             cpi = statistics.median(raw) / (iters * n * per_sched)
             rows.append({"ffma_per_iteration": n, "code_bytes": 16 * n, "warps_per_block": w,
                          "warps_per_scheduler": per_sched, "iterations": iters,
                          "cycles_per_instruction": cpi, "cycles_raw": raw})
             log(f"  {16 * n / 1024:6.1f} KB  {w} warp(s): {cpi:.3f} cycles per instruction and scheduler")
-    return {"schema": "gemmscope.icache", "schema_version": 1,
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "gpu": cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(),
-            "sms": sms, "rows": rows}
+    return result("gemmscope.icache", rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.icache", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=None, help="JSON file to write (a new file; default: print only)")
-    ap.add_argument("--iters", type=int, default=200, help="loop iterations per launch (default 200)")
-    args = ap.parse_args(argv)
-    if args.iters < 1:
-        print("icache: --iters must be at least 1", file=sys.stderr)
-        return 2
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        print("icache: needs CuPy and a GPU", file=sys.stderr)
-        return 2
-    res = run(args.iters)
-    if args.out:
-        with open(args.out, "x") as f:
-            json.dump(res, f)
-            f.write("\n")
-    return 0
+    return kernelbench.main("icache", __doc__, run, 200, argv)
 
 
 if __name__ == "__main__":

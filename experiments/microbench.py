@@ -513,7 +513,7 @@ def _check_new_file(path: str | None, what: str) -> Path | None:
         return None
     p = Path(path)
     if p.exists():
-        raise UsageError(f"{what} {p} already exists; microbench never overwrites a measurement (choose a new name)")
+        raise UsageError(f"{what} {p} already exists; a measurement is never overwritten (choose a new name)")
     if not p.parent.is_dir():
         raise UsageError(f"{what} {p}: folder {p.parent} does not exist")
     return p

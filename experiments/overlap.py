@@ -16,11 +16,10 @@ version 1, raw cycles kept. Needs a GPU and CuPy.
 """
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
 import statistics
-import sys
+
+from . import kernelbench
+from .kernelbench import block_cycles, device_sms, result
 
 RATIOS = (1, 2, 3, 4, 6, 8, 12, 16)
 GROUPS = (32, 8, 1)           # lanes per 16-byte word: 1, 4 and 32 distinct words per load
@@ -65,51 +64,24 @@ extern "C" __global__ void overlap(float* out, long long* cycles, float a, float
 
 def run(iters: int = 400, log=print) -> dict:
     import cupy as cp
-    dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
+    sms = device_sms()
     rows = []
     for g in GROUPS:
         for ratio in RATIOS:
-            mod = cp.RawModule(code=SRC, options=(f"-DRATIO={ratio}", f"-DGROUP={g}", f"-DSTEPS={STEPS}"))
-            k = mod.get_function("overlap")
+            opts = (f"-DRATIO={ratio}", f"-DGROUP={g}", f"-DSTEPS={STEPS}")
+            k = cp.RawModule(code=SRC, options=opts).get_function("overlap")
             for w in WARPS:
-                threads = 32 * w
-                out = cp.zeros(sms * threads, dtype=cp.float32)
-                cyc = cp.zeros(sms, dtype=cp.int64)
-                args = (out, cyc, cp.float32(0.999), cp.float32(0.001), cp.int32(iters))
-                for _ in range(2):                       # the first launch warms up
-                    k((sms,), (threads,), args, shared_mem=16 * 1024)
-                    cp.cuda.runtime.deviceSynchronize()
-                raw = [int(c) for c in cyc.get()]
+                raw = block_cycles(k, sms, 32 * w, iters, shared_mem=16 * 1024)
                 per_it = statistics.median(raw) / iters
                 rows.append({"ffma_per_load": ratio, "lanes_per_word": g, "warps_per_block": w,
                              "warps_per_scheduler": w // 4, "steps": STEPS, "iterations": iters,
                              "cycles_per_iteration": per_it, "cycles_raw": raw})
                 log(f"  g={g:2d} R={ratio:2d} {w:2d} warps: {per_it:8.1f} cycles per iteration")
-    return {"schema": "gemmscope.overlap", "schema_version": 1,
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "gpu": cp.cuda.runtime.getDeviceProperties(dev.id)["name"].decode(), "sms": sms, "rows": rows}
+    return result("gemmscope.overlap", rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.overlap", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=None, help="JSON file to write (a new file; default: print only)")
-    ap.add_argument("--iters", type=int, default=400, help="loop iterations per launch (default 400)")
-    args = ap.parse_args(argv)
-    if args.iters < 1:
-        print("overlap: --iters must be at least 1", file=sys.stderr)
-        return 2
-    try:
-        import cupy  # noqa: F401
-    except ImportError:
-        print("overlap: needs CuPy and a GPU", file=sys.stderr)
-        return 2
-    res = run(args.iters)
-    if args.out:
-        with open(args.out, "x") as f:
-            json.dump(res, f)
-            f.write("\n")
-    return 0
+    return kernelbench.main("overlap", __doc__, run, 400, argv)
 
 
 if __name__ == "__main__":

@@ -192,11 +192,18 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-def test_icache_refuses_bad_iterations(capsys) -> None:
-    from experiments import icache
-    assert icache.main(["--iters", "0"]) == 2
+@pytest.mark.parametrize("name", ["icache", "overlap"])
+@pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
+                                        (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
+                                        (["--out", "no/such/folder/x.json"], "does not exist")])
+def test_clock_microbenchmarks_refuse_bad_input_before_any_work(name, argv, what, capsys, monkeypatch) -> None:
+    import importlib
+    mod = importlib.import_module(f"experiments.{name}")
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    monkeypatch.setattr(mod, "run", lambda *a, **k: pytest.fail("ran before refusing"))
+    assert mod.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--iters" in err[0]
+    assert len(err) == 1 and what in err[0] and err[0].startswith(f"{name}: ")
 
 
 def test_icache_result_backs_the_fetch_constants() -> None:
@@ -217,13 +224,6 @@ def test_icache_result_backs_the_fetch_constants() -> None:
         elif r["code_bytes"] >= 40 * 1024:
             assert abs(16.0 / r["cycles_per_instruction"] - rate) / rate < 0.1
     assert l0 == 32 * 1024
-
-
-def test_overlap_refuses_bad_iterations(capsys) -> None:
-    from experiments import overlap
-    assert overlap.main(["--iters", "-3"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--iters" in err[0]
 
 
 def test_overlap_result_shows_the_load_pipe_floor() -> None:

@@ -51,54 +51,34 @@ def test_edge_validation_shapes_are_new() -> None:
             assert shared == {"edge_val4": {(128, 128, 128)}, "edge_val5": {(96, 96, 96)}}.get(name, set()), (name, shared)
 
 
-def test_edge_val6_shapes_are_new() -> None:
-    # the sixth validation set was checked against every sweep before it ran (no shape of it anywhere else)
-    mine = {t.size for t in sw.load_sweep("edge_val6").tasks(H200)[0]}
-    assert len(mine) == 12
+def _sizes(name: str) -> set:
+    return {t.size for t in sw.load_sweep(name).tasks(H200)[0]}
+
+
+_ISSUE9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
+           (512, 512, 16384)}
+_NEW_SHAPES = {
+    # the validation edge sets 6-8: every shape checked new against every sweep before the set ran
+    "edge_val6": None, "edge_val7": None, "edge_val8": None,
+    # the blind lean rounds: their sizes other than the issue-9 sizes, checked the same way
+    "lean6": {(2816, 2816, 2816), (5632, 2304, 3072), (1536, 9216, 1280), (3072, 5120, 2560), (768, 1024, 12288)},
+    "lean7": {(3840, 3840, 3840), (6912, 1792, 2304), (1152, 10240, 1536), (2560, 7680, 1792), (640, 1536, 14336),
+              (3584, 4608, 2048)},
+}
+
+
+@pytest.mark.parametrize("sweep", sorted(_NEW_SHAPES))
+def test_shapes_checked_new_are_in_no_other_sweep(sweep: str) -> None:
+    want = _NEW_SHAPES[sweep]
+    if want is None:
+        mine = _sizes(sweep)
+        assert len(mine) == 12
+    else:
+        mine = _sizes(sweep) - _ISSUE9
+        assert mine == want
     for name in sw.sweep_names():
-        if name != "edge_val6":
-            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
-
-
-def test_edge_val7_shapes_are_new() -> None:
-    # the seventh validation set was checked against every sweep before it ran (no shape of it anywhere else)
-    mine = {t.size for t in sw.load_sweep("edge_val7").tasks(H200)[0]}
-    assert len(mine) == 12
-    for name in sw.sweep_names():
-        if name != "edge_val7":
-            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
-
-
-def test_edge_val8_shapes_are_new() -> None:
-    # the eighth validation set was checked against every sweep before it ran (no shape of it anywhere else)
-    mine = {t.size for t in sw.load_sweep("edge_val8").tasks(H200)[0]}
-    assert len(mine) == 12
-    for name in sw.sweep_names():
-        if name != "edge_val8":
-            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
-
-
-def test_lean7_new_sizes_are_new() -> None:
-    # lean7's sizes other than the issue-9 sizes were checked new against every other sweep before it ran
-    issue9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
-              (512, 512, 16384)}
-    mine = {t.size for t in sw.load_sweep("lean7").tasks(H200)[0]} - issue9
-    assert mine == {(3840, 3840, 3840), (6912, 1792, 2304), (1152, 10240, 1536), (2560, 7680, 1792),
-                    (640, 1536, 14336), (3584, 4608, 2048)}
-    for name in sw.sweep_names():
-        if name != "lean7":
-            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
-
-
-def test_lean6_new_sizes_are_new() -> None:
-    # lean6's grid sizes (all but the issue-9 sizes) were checked new against every other sweep before it ran
-    issue9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
-              (512, 512, 16384)}
-    mine = {t.size for t in sw.load_sweep("lean6").tasks(H200)[0]} - issue9
-    assert mine == {(2816, 2816, 2816), (5632, 2304, 3072), (1536, 9216, 1280), (3072, 5120, 2560), (768, 1024, 12288)}
-    for name in sw.sweep_names():
-        if name != "lean6":
-            assert not mine & {t.size for t in sw.load_sweep(name).tasks(H200)[0]}, name
+        if name != sweep:
+            assert not mine & _sizes(name), name
 
 
 def test_holdout_sizes_are_new() -> None:
