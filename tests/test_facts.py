@@ -13,7 +13,7 @@ import tempfile
 import pytest
 
 from model.facts import FACTS_DIR, Facts, available_archs, facts_for, load_facts, registers_for, stale_keys
-from model.registry import KernelConfig, classic_configs, geometry, is_valid
+from model.registry import ELEMENT_FALLBACK_B, KernelConfig, classic_configs, geometry, is_valid
 from model.spec import load_gpu
 from tools import compiler_facts as cfacts
 
@@ -141,7 +141,12 @@ def test_facts_are_self_consistent():
             assert sum(f.sass_loop.values()) == f.loop_instructions
             for fam, n in f.sass_loop.items():
                 assert n <= f.sass_total.get(fam, 0), (arch, key, fam)
-            assert f.prologue_instructions + f.epilogue_instructions + f.loop_instructions == f.total_instructions
+            around = f.prologue_instructions + f.epilogue_instructions + f.loop_instructions
+            if KernelConfig.parse(key).rung in ELEMENT_FALLBACK_B:
+                # two instantiations of the K loop: the other operand path's code is in none of the three
+                assert around < f.total_instructions, (arch, key)
+            else:
+                assert around == f.total_instructions, (arch, key)
             assert f.loop("FFMA") == f.loop_ffma
         assert f.local_bytes >= 0 and f.registers <= 255
         assert f.spills == bool(f.sass_total.get("LDL", 0) or f.sass_total.get("STL", 0) or f.local_bytes)
@@ -220,6 +225,8 @@ def test_family():
     assert cfacts.family("LDS.64") == "LDS.64"
     assert cfacts.family("STS.128") == "STS.128"
     assert cfacts.family("BAR.SYNC.DEFER_BLOCKING") == "BAR"
+    assert cfacts.Instr(0, "!PT", "LDS", "RZ, [RZ]", None).family == "NOP"     # never executed
+    assert cfacts.Instr(0, "!P0", "LDS", "R1, [R2]", None).family == "LDS"
 
 
 def test_canned_sass_loop():
@@ -239,6 +246,73 @@ def test_canned_sass_loop():
     assert a["sass_loop_path"] == {"BAR": 1, "BRA": 3, "FFMA": 1, "IADD3": 1, "IMAD": 1, "LDG.128": 1,
                                    "LDS.128": 1}
     assert a["prologue_instructions"] == 3 and a["epilogue_instructions"] == 2
+
+
+# Two sibling K loops with the same FFMAs, as rung 10 instantiates one per B copy path: the 4-byte path
+# (three LDGSTS.E, each behind ptxas's never-executed `@!PT LDS RZ, [RZ]` padding) and the 16-byte one.
+SIBLINGS = """
+//--------------------- .text._Z4twov --------------------------
+\t.section\t.text._Z4twov,"ax",@progbits
+.text._Z4twov:
+        /*0000*/                   ISETP.NE.AND P0, PT, R0, RZ, PT ;
+        /*0010*/               @P0 BRA `(.L_x_1) ;
+.L_x_0:
+        /*0020*/              @!PT LDS RZ, [RZ] ;
+        /*0030*/                   LDGSTS.E [R2], desc[UR4][R4.64] ;
+        /*0040*/              @!PT LDS RZ, [RZ] ;
+        /*0050*/                   LDGSTS.E [R2+0x4], desc[UR4][R4.64+0x4] ;
+        /*0060*/              @!PT LDS RZ, [RZ] ;
+        /*0070*/                   LDGSTS.E [R2+0x8], desc[UR4][R4.64+0x8] ;
+        /*0080*/                   LDS.128 R8, [R3] ;
+        /*0090*/                   FFMA R12, R8, R9, R12 ;
+        /*00a0*/                   FFMA R13, R10, R11, R13 ;
+        /*00b0*/               @P1 BRA `(.L_x_0) ;
+        /*00c0*/                   EXIT ;
+.L_x_1:
+        /*00d0*/              @!PT LDS RZ, [RZ] ;
+        /*00e0*/                   LDGSTS.E.128 [R2], desc[UR4][R4.64] ;
+        /*00f0*/                   LDS.128 R8, [R3] ;
+        /*0100*/                   FFMA R12, R8, R9, R12 ;
+        /*0110*/                   FFMA R13, R10, R11, R13 ;
+        /*0120*/               @P1 BRA `(.L_x_1) ;
+        /*0130*/                   EXIT ;
+"""
+
+
+def test_never_executed_padding_is_no_shared_load():
+    instrs, labels = cfacts.parse_nvdisasm(SIBLINGS)["_Z4twov"]
+    pad = [i for i in instrs if i.pred == "!PT"]
+    assert len(pad) == 4 and all(i.op == "LDS" and i.family == "NOP" for i in pad)
+    a = cfacts.analyse_sass(instrs, labels)
+    assert "LDS" not in a["sass_loop_path"] and a["sass_loop_path"]["NOP"] == 1
+    assert "L" in a["loop_order"] and a["loop_order"].count("L") == 1      # the LDS.128 only
+
+
+def test_sibling_loops_take_the_aligned_one():
+    instrs, labels = cfacts.parse_nvdisasm(SIBLINGS)["_Z4twov"]
+    a = cfacts.analyse_sass(instrs, labels)
+    # both loops have 2 FFMAs; the one with the 16-byte copy is shorter and is the steady state
+    assert a["loop_start"] == 0xd0 and a["loop_instructions"] == 6
+    assert a["sass_loop_path"].get("LDGSTS.128") == 1 and "LDGSTS" not in a["sass_loop_path"]
+    # the code around it: the entry block before, its EXIT after; the other loop and its EXIT in neither
+    assert a["prologue_instructions"] == 2 and a["epilogue_instructions"] == 1
+
+
+def test_async_rungs_count_no_padding_as_shared_loads():
+    """Rungs 08-10 read their fragments with LDS.128 only: a scalar LDS in their steady iteration would be
+    ptxas's `@!PT LDS` padding counted as a load; rung 10's steady loop is the aligned one (B by LDGSTS.128)."""
+    n = 0
+    for arch, key, f in _all_facts():
+        cfg = KernelConfig.parse(key)
+        if cfg.rung not in (8, 9, 10):
+            continue
+        n += 1
+        assert f.per_iteration("LDS") == 0, (arch, key)
+        assert f.per_iteration("NOP") % 3 == 0, (arch, key)
+        assert f.per_iteration("LDGSTS") + f.per_iteration("LDGSTS.128") > 0, (arch, key)   # the copies' path
+        if cfg.rung == 10:
+            assert f.per_iteration("LDGSTS.128") > 0, (arch, key)
+    assert n > 300
 
 
 def test_parse_ptxas_and_resource_usage():

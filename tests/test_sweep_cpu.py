@@ -59,11 +59,12 @@ _ISSUE9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 102
            (512, 512, 16384)}
 _NEW_SHAPES = {
     # the validation edge sets 6-8: every shape checked new against every sweep before the set ran
-    "edge_val6": None, "edge_val7": None, "edge_val8": None,
+    "edge_val6": None, "edge_val7": None, "edge_val8": None, "edge_val9": None,
     # the blind lean rounds: their sizes other than the issue-9 sizes, checked the same way
     "lean6": {(2816, 2816, 2816), (5632, 2304, 3072), (1536, 9216, 1280), (3072, 5120, 2560), (768, 1024, 12288)},
     "lean7": {(3840, 3840, 3840), (6912, 1792, 2304), (1152, 10240, 1536), (2560, 7680, 1792), (640, 1536, 14336),
               (3584, 4608, 2048)},
+    "lean8": {(2304, 2304, 2304), (5376, 2048, 2560), (1280, 11264, 1024), (3328, 6656, 1536), (768, 768, 12800)},
 }
 
 

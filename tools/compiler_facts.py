@@ -34,8 +34,11 @@ the blocks reachable from the entry; a *back edge* is an edge ``u -> h`` where `
 and its *natural loop* is ``h`` plus every block that reaches ``u`` without passing through ``h``
 (loops with the same header are merged). This catches out-of-line blocks that the compiler moved
 after the loop and that branch back into it. The **main loop** is the loop with the most ``FFMA``
-instructions; ties go to the larger loop (an outer K loop around a rolled inner loop: per K tile, not
-per inner iteration). ``sass_loop`` counts every instruction of the loop's blocks **once** (a static
+instructions; a loop nested in another with as many FFMAs is dropped (an outer K loop around a rolled
+inner loop: per K tile, not per inner iteration), and of sibling loops with as many FFMAs (one K loop
+instantiated per operand path: rung 10's B copies by 16-byte or 4-byte ``cp.async``) the one that moves
+the most bytes and then has the fewest instructions, the aligned path, as :func:`steady_path` picks
+within a loop. ``sass_loop`` counts every instruction of the loop's blocks **once** (a static
 count): for a loop body without internal branches (rungs 02-05 at the configs we ship: guarded loads
 are predicated) that is exactly one iteration; where the body has internal branches (rung 06's
 ``if (hasNext)`` prefetch of the next tile) it is the sum over both paths, i.e. the count of an
@@ -322,6 +325,11 @@ class Instr:
 
     @property
     def family(self) -> str:
+        """:func:`family` of the opcode; ``NOP`` for an instruction predicated on ``!PT`` (never true):
+        ptxas pads ``LDGSTS`` with ``@!PT LDS RZ, [RZ]`` on sm_80 and later, which takes an issue slot but
+        reads no shared memory (rungs 08-10: 3 per group of copies)."""
+        if self.pred in ("!PT", "!UPT"):
+            return "NOP"
         return family(self.op)
 
 
@@ -550,17 +558,57 @@ def natural_loops(blocks: Sequence[Block]) -> dict[int, set[int]]:
 
 def _main_loop(instrs: Sequence[Instr], labels: Mapping[str, int]):
     """(blocks, header block, body block set) of the main loop, or None (see the module doc)."""
+    found = _main_loop_siblings(instrs, labels)
+    return None if found is None else found[:3]
+
+
+def _main_loop_siblings(instrs: Sequence[Instr], labels: Mapping[str, int]):
+    """As :func:`_main_loop`, plus whether sibling loops with as many FFMAs were set aside."""
     blocks = basic_blocks(instrs, labels)
     loops = natural_loops(blocks)
-    best = None
-    for h, body in loops.items():
-        n = sum(blocks[b].end - blocks[b].start for b in body)
-        ffma = sum(1 for b in body for k in range(blocks[b].start, blocks[b].end) if instrs[k].family == "FFMA")
-        if best is None or (ffma, n) > best[0]:
-            best = ((ffma, n), h, body)
-    if best is None or best[0][0] == 0:
+    ffma = {h: sum(1 for b in body for k in range(blocks[b].start, blocks[b].end) if instrs[k].family == "FFMA")
+            for h, body in loops.items()}
+    if not ffma or max(ffma.values()) == 0:
         return None
-    return blocks, best[1], best[2]
+    top = max(ffma.values())
+    cands = [h for h in loops if ffma[h] == top]
+    # an inner loop nested in another candidate is part of it: the outer one is the K tile
+    cands = [h for h in cands if not any(g != h and loops[h] < loops[g] for g in cands)]
+
+    def steady(h: int) -> tuple[int, int]:
+        ins = [instrs[k] for b in loops[h] for k in range(blocks[b].start, blocks[b].end)]
+        return sum(moved_bytes(i.family) for i in ins), -len(ins)
+
+    # sibling loops with the same FFMAs (one K loop instantiated per operand path, rung 10's B copies by
+    # 16-byte or 4-byte cp.async): the aligned path, as for the steady path within a loop (steady_path)
+    h = max(cands, key=steady)
+    return blocks, h, loops[h], len(cands) > 1
+
+
+def _around(blocks: Sequence[Block], h: int, body: set[int]) -> tuple[set[int], set[int]]:
+    """(prologue, epilogue) blocks of the loop (header h, body): the blocks on a path from the entry to
+    the header, and those reachable from the loop's exits. Blocks of a sibling path (the other operand
+    path's copy of the loop) are in neither."""
+    pred: dict[int, list[int]] = {b: [] for b in range(len(blocks))}
+    for b, blk in enumerate(blocks):
+        for t in blk.succ:
+            pred[t].append(b)
+    reach = _reachable(blocks)
+    pro, todo = set(), [p for p in pred[h] if p not in body]
+    while todo:
+        b = todo.pop()
+        if b in pro or b in body or b not in reach:
+            continue
+        pro.add(b)
+        todo.extend(pred[b])
+    epi, todo = set(), [t for b in body for t in blocks[b].succ if t not in body]
+    while todo:
+        b = todo.pop()
+        if b in epi or b in body:
+            continue
+        epi.add(b)
+        todo.extend(blocks[b].succ)
+    return pro, epi
 
 
 def find_main_loop(instrs: Sequence[Instr], labels: Mapping[str, int]) -> tuple[list[int], int] | None:
@@ -576,17 +624,18 @@ _WIDTH_BYTES = {"": 4, "U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 
 
 def moved_bytes(fam: str) -> int:
-    """Bytes one thread moves with one global or shared load/store of this family (0 for other families,
-    local memory included)."""
+    """Bytes one thread moves with one global or shared load/store (or cp.async copy, ``LDGSTS``) of this
+    family (0 for other families, local memory and the never-executed ``NOP`` padding included)."""
     base, _, width = fam.partition(".")
-    if base not in ("LDG", "STG", "LDS", "STS"):
+    if base not in ("LDG", "STG", "LDS", "STS", "LDGSTS"):
         return 0
     return _WIDTH_BYTES.get(width, 4)
 
 
 def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: set[int]) -> list[int] | None:
     """Blocks of the loop's *steady-state* path: from the header to a block that branches back, the path
-    that moves the most global + shared bytes, and of those the one with the fewest instructions.
+    that moves the most global + shared bytes (cp.async copies included), and of those the one with the
+    fewest instructions.
 
     Where the body branches (rung 05/06 fall back to guarded scalar loads when A, B are not 16-byte
     aligned, rung 06 skips the prefetch on the last tile, rung 02 guards a partial load round), this is
@@ -805,7 +854,7 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
     * ``loop_order``: the order of global loads (G), shared stores (S), barriers (B) and FFMA runs (F)."""
     order = []
     for i in path:
-        b = i.op.split(".")[0]
+        b = i.family.split(".")[0]
         c = {"LDG": "G", "LDGSTS": "G", "STS": "S", "BAR": "B", "FFMA": "F", "LDS": "L"}.get(b)
         if c and (not order or order[-1] != c or c in "GSB"):
             order.append(c)
@@ -839,18 +888,23 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int], arch: str = "sm
     """Histograms and main-loop counts of one function's SASS."""
     body = strip_padding(instrs, labels)
     out: dict = {"sass_total": _hist(body), "total_instructions": len(body)}
-    found = _main_loop(body, labels)
+    found = _main_loop_siblings(body, labels)
     if found is None:
         out.update(loop_found=False, sass_loop={}, loop_instructions=None, loop_ffma=None, loop_branches=None,
                    sass_loop_path={}, loop_path_instructions=None,
                    prologue_instructions=None, epilogue_instructions=None)
         return out
-    blocks, h, loop_blocks = found
+    blocks, h, loop_blocks, siblings = found
     idx = sorted(k for b in loop_blocks for k in range(blocks[b].start, blocks[b].end))
     inside = set(idx)
     loop_instrs = [body[k] for k in idx]
     head_addr = body[blocks[h].start].addr
     outside = [i for k, i in enumerate(body) if k not in inside]
+    if siblings:
+        # the code around this loop only: not the other operand path's plan, prologue and loop
+        pro_b, epi_b = _around(blocks, h, loop_blocks)
+        keep = {k for b in pro_b | epi_b for k in range(blocks[b].start, blocks[b].end)}
+        outside = [i for k, i in enumerate(body) if k in keep]
     branches = sum(1 for i in loop_instrs if i.family == "BRA" and not _unconditional(i))
     path = steady_path(body, blocks, h, loop_blocks)
     path_instrs = [] if path is None else [i for b in path for i in body[blocks[b].start:blocks[b].end]]
