@@ -63,3 +63,28 @@ def test_facts_use_the_architectures_rule_and_the_model_its_cycles():
     assert f.bank_conflict_cycles == 10 * BANK_CONFLICT_CYCLES["quad"] == 15.0
     assert replace(f, loop_bank_rule=None).bank_conflict_cycles == 10.0          # facts made before the field
     assert replace(f, loop_bank_conflicts=None).bank_conflict_cycles == 0.0
+
+
+_SOURCE_CSV = '''==PROF== Connected to process 1
+"Kernel Name","void sgemm(...)"
+"Address","Source","Instructions Executed","stall_selected","stall_dispatch","stall_not_selected","stall_wait (Not Issued)"
+"7f0000000100","FFMA R1, R2.reuse, R3, R1","100","100","20","50","9"
+"7f0000000110","FFMA R4, R2, R5, R4","100","100","60","50","9"
+"7f0000000120","LDS.128 R8, [R9]","50","50","10","0","9"
+'''
+
+
+def test_stall_summary_reads_the_source_page(tmp_path):
+    """Per issued instruction: all samples / stall_selected; the base dispatch stall counts only the FFMAs marked
+    conflict-free, in the same unit (stall_selected per executed instruction is 1 here)."""
+    from tools.bank_conflicts import read_source_csv, stall_summary
+    p = tmp_path / "src.csv"
+    p.write_text(_SOURCE_CSV)
+    rows = read_source_csv(p)
+    assert [r["offset"] for r in rows] == [0, 0x10, 0x20]
+    assert all("stall_wait (Not Issued)" not in r for r in rows)
+    s = stall_summary(rows, {0: False, 0x10: True})
+    assert s["cycles"] == pytest.approx((250 + 90 + 100) / 250)
+    assert s["dispatch"] == pytest.approx(90 / 250) and s["not_selected"] == pytest.approx(100 / 250)
+    assert s["base_dispatch_per_ffma"] == pytest.approx(20 / 100)          # the conflicted FFMA left out
+    assert stall_summary(rows, {0: False, 0x10: False})["base_dispatch_per_ffma"] == pytest.approx(80 / 200)

@@ -3,7 +3,8 @@
 
     python -m tools.bank_conflicts KEY [KEY ...] [--arch sm_90] [--rule pairs|three]
     python -m tools.bank_conflicts --against PREDICTIONS RESULTS [--min-size 2048]
-    python -m tools.bank_conflicts KEY --source NCU_SOURCE.csv[.gz]     # dispatch stalls by bank (evidence)
+    python -m tools.bank_conflicts KEY --source NCU_SOURCE.csv[.gz]     # dispatch stalls by bank, and the base
+                                                                        # dispatch stall per conflict-free FFMA
 
 Volta and later read FFMA operands from a register file of two banks (register index mod 2) with an operand
 reuse cache: an operand slot marked ``.reuse`` on one instruction is served from the cache for the same slot
@@ -42,7 +43,7 @@ import sys
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 _REG = re.compile(r"^-?\|?(R\d+)\|?(\.reuse)?")
 
@@ -135,13 +136,61 @@ def against(pred_path: Path, results_path: Path, min_size: int, arch: str,
     return [(k, conflicts_per_ffma(k, arch, rule), sum(v) / len(v)) for k, v in sorted(ratio.items())]
 
 
+def read_source_csv(csv_path: Path) -> list[dict]:
+    """Rows of Nsight Compute's ``--page source --print-source sass --csv`` output (plain or gzipped): one dict
+    per SASS instruction with its address offset in the function (``offset``), ``executed``, and every
+    ``stall_*`` sample count (the ``(Not Issued)`` columns left out)."""
+    import csv
+    import gzip
+    opener = gzip.open if str(csv_path).endswith(".gz") else open
+    with opener(csv_path, "rt") as f:
+        rows = list(csv.reader(f))
+    k = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
+    head = rows[k]
+
+    def num(x: str) -> float:
+        x = x.replace(",", "").strip()
+        return float(x) if x not in ("", "-") else 0.0
+    data = [r for r in rows[k + 1:] if len(r) >= len(head)]
+    base = int(data[0][0], 16)
+    out = []
+    for r in data:
+        d = {"offset": int(r[0], 16) - base, "executed": num(r[head.index("Instructions Executed")])}
+        for i, h in enumerate(head):
+            if h.startswith("stall_") and "Not Issued" not in h:
+                d[h] = num(r[i])
+        out.append(d)
+    return out
+
+
+def stall_summary(rows: Sequence[dict], conflicted: Mapping[int, bool]) -> dict:
+    """Per issued instruction of one warp (samples / ``stall_selected``): ``cycles`` (all samples), ``dispatch``
+    and ``not_selected``; and ``base_dispatch_per_ffma``: the dispatch-stall samples per executed FFMA among the
+    FFMAs that ``conflicted`` (offset -> three uncached sources in one bank) marks False, in the same unit (the
+    base dispatch stall of ``logs/source3-2026-12-01``)."""
+    tot: Counter = Counter()
+    for r in rows:
+        for h, v in r.items():
+            if h.startswith("stall_"):
+                tot[h] += v
+    sel = tot["stall_selected"] or 1.0
+    per_issue = sel / max(sum(r["executed"] for r in rows), 1.0)
+    d = e = 0.0
+    for r in rows:
+        if conflicted.get(r["offset"]) is False:
+            d += r.get("stall_dispatch", 0.0)
+            e += r["executed"]
+    return {"cycles": sum(tot.values()) / sel, "dispatch": tot["stall_dispatch"] / sel,
+            "not_selected": tot["stall_not_selected"] / sel,
+            "base_dispatch_per_ffma": (d / e / per_issue) if e else float("nan")}
+
+
 def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
     """Dispatch-stall samples per executed FFMA (in units of the kernel's issued-instruction samples) by the
     most non-reused source registers that share one bank, mod 2 and mod 4: Nsight Compute's per-instruction
     sampling (``--page source --print-source sass --csv``, plain or gzipped) joined by address offset with our
-    build of ``key``. Returns {"mod2": {k: (stall per FFMA, executions)}, "mod4": {...}}."""
-    import csv
-    import gzip
+    build of ``key``. Returns {"mod2": {k: (stall per FFMA, executions)}, "mod4": {...}, "summary":
+    :func:`stall_summary`}."""
     from model.registry import KernelConfig
     from tools import compiler_facts as cf
     cubin = cf.compile_cubin(KernelConfig.parse(key), arch)
@@ -151,28 +200,20 @@ def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
         ((instrs, _),) = cf.disassemble(str(path)).values()
     most = {ins.addr: tuple(max(Counter(r % b for r in regs).values(), default=0) for b in (2, 4))
             for ins, regs in uncached_sources(instrs)}
-    opener = gzip.open if str(csv_path).endswith(".gz") else open
-    with opener(csv_path, "rt") as f:
-        rows = list(csv.reader(f))
-    k = next(i for i, r in enumerate(rows) if r and r[0] == "Address")
-    col = {h: i for i, h in enumerate(rows[k])}
-    data = rows[k + 1:]
-
-    def num(x: str) -> float:
-        x = x.replace(",", "").strip()
-        return float(x) if x not in ("", "-") else 0.0
-    base = int(data[0][col["Address"]], 16)
-    per_issue = (sum(num(r[col["stall_selected"]]) for r in data)
-                 / max(sum(num(r[col["Instructions Executed"]]) for r in data), 1.0))
+    rows = read_source_csv(csv_path)
+    sel = sum(r.get("stall_selected", 0.0) for r in rows)
+    per_issue = sel / max(sum(r["executed"] for r in rows), 1.0)
     acc = {"mod2": defaultdict(lambda: [0.0, 0.0]), "mod4": defaultdict(lambda: [0.0, 0.0])}
-    for r in data:
-        m = most.get(int(r[col["Address"]], 16) - base)
+    for r in rows:
+        m = most.get(r["offset"])
         if m is None:
             continue
         for name, v in zip(("mod2", "mod4"), m):
-            acc[name][v][0] += num(r[col["stall_dispatch"]])
-            acc[name][v][1] += num(r[col["Instructions Executed"]])
-    return {name: {v: (a / b / per_issue, b) for v, (a, b) in sorted(t.items()) if b} for name, t in acc.items()}
+            acc[name][v][0] += r.get("stall_dispatch", 0.0)
+            acc[name][v][1] += r["executed"]
+    out: dict = {name: {v: (a / b / per_issue, b) for v, (a, b) in sorted(t.items()) if b} for name, t in acc.items()}
+    out["summary"] = stall_summary(rows, {off: m[1] >= 3 for off, m in most.items()})
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -206,9 +247,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {p}: no such file", file=sys.stderr)
             return 2
     if a.source:
-        for name, t in source_table(Path(a.source), a.configs[0], a.arch).items():
+        table = source_table(Path(a.source), a.configs[0], a.arch)
+        sm = table.pop("summary")
+        for name, t in table.items():
             print(f"{name}: " + "  ".join(f"{v} in one bank: {st:.2f} dispatch-stall cycles per FFMA ({n:.3g})"
                                           for v, (st, n) in t.items()))
+        print(f"per issued instruction of one warp: {sm['cycles']:.2f} cycles, dispatch {sm['dispatch']:.2f}, "
+              f"not_selected {sm['not_selected']:.2f}; base dispatch stall per FFMA without three uncached "
+              f"sources in one of four banks: {sm['base_dispatch_per_ffma']:.2f}")
         return 0
     for k in a.configs:
         print(f"{conflicts_per_ffma(k, a.arch, a.rule):.3f}  {k}")
