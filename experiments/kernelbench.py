@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Callable
 
-from .microbench import UsageError, _check_new_file, _write
+from .microbench import UsageError, _check_new_file, _write, require_gpu
 
 
 def block_cycles(kernel, sms: int, threads: int, iters: int, shared_mem: int = 0) -> list[int]:
@@ -52,10 +52,7 @@ def main(name: str, doc: str, run: Callable[[int], dict], default_iters: int, ar
         if args.iters < 1:
             raise UsageError("--iters must be at least 1")
         out = _check_new_file(args.out, "--out")
-        from gpu.device import gpu_available  # noqa: PLC0415 - GPU edge
-        ok, why = gpu_available()
-        if not ok:
-            raise UsageError(f"no usable CUDA GPU: {why}")
+        require_gpu()
     except UsageError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2

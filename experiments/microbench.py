@@ -508,6 +508,14 @@ def provenance() -> tuple[dict, str | None]:
 # --------------------------------------------------------------------------------------------------
 
 
+def require_gpu() -> None:
+    """Raise :class:`UsageError` (one line, before any work) when no usable CUDA GPU is there."""
+    from gpu.device import gpu_available  # noqa: PLC0415 - GPU edge
+    ok, why = gpu_available()
+    if not ok:
+        raise UsageError(f"no usable CUDA GPU: {why}")
+
+
 def _check_new_file(path: str | None, what: str) -> Path | None:
     if path is None:
         return None
@@ -548,10 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             if toml_path is None:
                 print(text, end="")
             return 0
-        from gpu.device import gpu_available  # noqa: PLC0415
-        ok, why = gpu_available()
-        if not ok:
-            raise UsageError(f"no usable CUDA GPU: {why}")
+        require_gpu()
     except UsageError as exc:
         print(f"microbench: {exc}", file=sys.stderr)
         return 2

@@ -163,6 +163,11 @@ def read_source_csv(csv_path: Path) -> list[dict]:
     return out
 
 
+def _samples_per_issue(rows: Sequence[dict]) -> float:
+    """``stall_selected`` samples per executed instruction: the unit that turns sample counts into cycles."""
+    return sum(r.get("stall_selected", 0.0) for r in rows) / max(sum(r["executed"] for r in rows), 1.0)
+
+
 def stall_summary(rows: Sequence[dict], conflicted: Mapping[int, bool]) -> dict:
     """Per issued instruction of one warp (samples / ``stall_selected``): ``cycles`` (all samples), ``dispatch``
     and ``not_selected``; and ``base_dispatch_per_ffma``: the dispatch-stall samples per executed FFMA among the
@@ -174,7 +179,7 @@ def stall_summary(rows: Sequence[dict], conflicted: Mapping[int, bool]) -> dict:
             if h.startswith("stall_"):
                 tot[h] += v
     sel = tot["stall_selected"] or 1.0
-    per_issue = sel / max(sum(r["executed"] for r in rows), 1.0)
+    per_issue = _samples_per_issue(rows)
     d = e = 0.0
     for r in rows:
         if conflicted.get(r["offset"]) is False:
@@ -201,8 +206,7 @@ def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
     most = {ins.addr: tuple(max(Counter(r % b for r in regs).values(), default=0) for b in (2, 4))
             for ins, regs in uncached_sources(instrs)}
     rows = read_source_csv(csv_path)
-    sel = sum(r.get("stall_selected", 0.0) for r in rows)
-    per_issue = sel / max(sum(r["executed"] for r in rows), 1.0)
+    per_issue = _samples_per_issue(rows)
     acc = {"mod2": defaultdict(lambda: [0.0, 0.0]), "mod4": defaultdict(lambda: [0.0, 0.0])}
     for r in rows:
         m = most.get(r["offset"])
