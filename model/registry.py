@@ -53,7 +53,7 @@ class Rung:
 
 
 KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf", 7: "warptile", 8: "async",
-                 9: "bank", 10: "lean"}
+                 9: "bank", 10: "lean", 11: "steady"}
 
 _REG = ("BM", "BN", "BK", "TM", "TN")
 # Warp tiling (rungs 07, 08): block tile, warp tile, WNITER sub-tiles along N per warp, the TM x TN step of a
@@ -72,6 +72,9 @@ _BANK_CLASSIC = {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2,
 # rung 10's classic: rung 08's fastest geometry on the H200 (bank sweep, 2026-11-30: 45.8 TFLOP/s at 8192^3)
 _LEAN_CLASSIC = {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4,
                  "SWZ": 1, "SPLITK": 1}
+# rung 11's classic: rung 10's fastest config on the H200 at 4096^3 (lean8 sweep, 2026-12-01: 48.8 TFLOP/s)
+_STEADY_CLASSIC = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4,
+                   "SWZ": 8, "SPLITK": 1}
 ASYNC_MIN_CC = 8   # cp.async: compute capability 8.0 (Ampere) and newer
 
 RUNGS: dict[int, Rung] = {
@@ -132,6 +135,14 @@ RUNGS: dict[int, Rung] = {
              "shared offsets, bounds folded into one compare per copy), a tile past the slice zero-filled "
              "instead of skipped, B's vector path chosen once per block, so the compiler can interleave the "
              "copies with the FFMAs."),
+        Rung(11, "steady_loop", "predicate-free steady loop", _WARP + ("STAGES", "SPREAD"),
+             (dict(_STEADY_CLASSIC, STAGES=4, SPREAD=1),),
+             "#7f7f7f",
+             "Rung 10 whose copies need no bound in the steady loop: rows of A beyond M and columns of B beyond N "
+             "are read clamped into the matrix (their products only reach C outside it, never stored), so only K "
+             "needs a check, and only in the last STAGES-1 tiles; shared destinations are immediates. A copy is "
+             "an address add and the LDGSTS. SPREAD: the copies of the next tile spread over the first SPREAD "
+             "of the BK steps (1: one group after the barrier; BK: rung 10's schedule)."),
     )
 }
 
@@ -236,6 +247,8 @@ class KernelConfig:
                     f"{wi}x{p['TM']}x{wj}x{p['TN']}")
             if "STAGES" in p:
                 text += f" s{p['STAGES']}"
+            if "SPREAD" in p:
+                text += f" c{p['SPREAD']}"
             if p["SWZ"] > 1:
                 text += f" swz{p['SWZ']}"
             if p["SPLITK"] > 1:
@@ -280,7 +293,8 @@ class Geometry:
     ``b_pair_swap``: B's tile is copied element by element (4-byte cp.async) into pair-swapped positions
     (column c at c ^ 1), the register-bank-aware layout of rung 09; ``b_element_fallback``: off the vector path
     (N % 4 != 0), B is copied element by element with a warp on 32 consecutive floats (rung 10), not as the
-    four floats of each thread's float4 (rung 08).
+    four floats of each thread's float4 (rung 08); ``clamped_copies``: rows of A beyond M and columns of B
+    beyond N are copied from the matrix's last row (column group) instead of zero-filled (rung 11).
     """
 
     BM: int
@@ -303,6 +317,7 @@ class Geometry:
     a_row_pad: int = 0
     b_pair_swap: bool = False
     b_element_fallback: bool = False
+    clamped_copies: bool = False
 
     @property
     def smem_bytes(self) -> int:
@@ -337,10 +352,11 @@ def geometry(cfg: KernelConfig) -> Geometry:
                     stages * (bm * bk + bk * bn) * BYTES_PER_ELEMENT, stages, True)
 
 
-WARP_TILED = (7, 8, 9, 10)
-ASYNC_RUNGS = (8, 9, 10)         # tiles copied by cp.async
+WARP_TILED = (7, 8, 9, 10, 11)
+ASYNC_RUNGS = (8, 9, 10, 11)     # tiles copied by cp.async
+CLAMPED_COPIES = (11,)        # rows/columns beyond the matrix copied clamped into it, not zero-filled
 PAIR_SWAPPED_B = (9,)         # B stored pair-swapped in shared memory by 4-byte copies (rung 09)
-ELEMENT_FALLBACK_B = (10,)    # off B's vector path, one 4-byte copy per element, a warp on 32 consecutive floats
+ELEMENT_FALLBACK_B = (10, 11)  # off B's vector path, one 4-byte copy per element, a warp on 32 consecutive floats
 A_ROW_PAD = 4   # rungs 07/08: AsT rows of BM + 4 floats (16-byte aligned, conflict-free transposed stores)
 
 
@@ -362,7 +378,8 @@ def _warp_geometry(cfg: KernelConfig) -> Geometry:
     return Geometry(bm, bn, bk, wmi * p["TM"], wni * p["TN"], threads, (threads, 1, 1), 0, smem, stages, True,
                     warp_tile=(p["WM"], p["WN"]), warp_iters=(wmi, wni), thread_step=(p["TM"], p["TN"]),
                     swizzle_group=p["SWZ"], split_k=p["SPLITK"], async_copy=cfg.rung in ASYNC_RUNGS, a_row_pad=A_ROW_PAD,
-                    b_pair_swap=cfg.rung in PAIR_SWAPPED_B, b_element_fallback=cfg.rung in ELEMENT_FALLBACK_B)
+                    b_pair_swap=cfg.rung in PAIR_SWAPPED_B, b_element_fallback=cfg.rung in ELEMENT_FALLBACK_B,
+                    clamped_copies=cfg.rung in CLAMPED_COPIES)
 
 
 def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
@@ -448,7 +465,7 @@ class Rule:
     limit: str          # name of the limit, reported in ConfigError.limit
     expr: str           # Python expression that must hold
     why: str            # one line: what breaks otherwise
-    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
     needs_gpu: bool = False
 
 
@@ -474,8 +491,13 @@ RULES: tuple[Rule, ...] = (
     Rule("pipeline_stages", "2 <= STAGES <= 4", "the cp.async pipeline has 2, 3 or 4 shared-memory stages",
          rungs=ASYNC_RUNGS),
     Rule("async_copy_arch", f"gpu.cc_major >= {ASYNC_MIN_CC}",
-         "cp.async (rungs 08-10) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
+         "cp.async (rungs 08-11) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
          needs_gpu=True),
+    Rule("uniform_copies", "(BM * BK) % threads == 0 and (BK * BN // 4) % threads == 0",
+         "every thread issues the same number of A and B copies per tile (BM*BK and BK*BN/4 multiples of the "
+         "threads), so that no copy needs a bound for lying beyond the tile", rungs=CLAMPED_COPIES),
+    Rule("copy_spread", "1 <= SPREAD <= BK", "the next tile's copies are spread over 1 to BK of the BK steps",
+         rungs=CLAMPED_COPIES),
     Rule("threads_per_block", "threads <= 1024", "CUDA allows at most 1024 threads per block"),
     Rule("warp_multiple", "threads % 32 == 0",
          "the register-tiled kernels need whole warps (threads = BM*BN/(TM*TN) a multiple of 32)",

@@ -661,7 +661,7 @@ def _describe(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) 
         return _tiled_float4(cfg, M, N, K, plan)
     if r in WARP_TILED:
         return _warp_tiled(cfg, M, N, K, plan)
-    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-10 (cuBLAS has no index maps)", limit="rung")
+    raise ConfigError(f"{cfg.label}: the simulator covers rungs 01-11 (cuBLAS has no index maps)", limit="rung")
 
 
 def _naive(cfg: KernelConfig, M: int, N: int, K: int) -> _Kernel:
@@ -814,8 +814,8 @@ def _tiled_float4(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | No
 
 def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None) -> _Kernel:
     """Rungs 07 (warp tiling, register-staged tile loads), 08 (cp.async pipeline), 09 (rung 08 with
-    bank-aware operands) and 10 (rung 08, branch-free loop): the index maps of the CONTRACT blocks of
-    ``gpu/kernels/07_warptile.cu``, ``08_async_pipeline.cu``, ``09_bank_aware.cu`` and ``10_lean_pipeline.cu``.
+    bank-aware operands), 10 (rung 08, branch-free loop) and 11 (rung 10, predicate-free steady loop): the index maps of the CONTRACT blocks of
+    ``gpu/kernels/07_warptile.cu``, ``08_async_pipeline.cu``, ``09_bank_aware.cu``, ``10_lean_pipeline.cu`` and ``11_steady_loop.cu``.
 
     * Warp-level layout: warp ``w`` owns rows ``wr*WM..``, columns ``wc*WN..`` (``wr = w // (BN/WN)``);
       lane ``l`` sits at (``tr``, ``tc``) of :func:`warp_lane_layout` (interleaved by 2). The inner loop's shared loads
@@ -838,6 +838,8 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     * Rung 10 (``b_element_fallback``): rung 08's copies, except off B's vector path (N % 4 != 0), where B is
       copied as rung 09 copies it, unswapped (``Bs[r*BN + c]``). Its zero-filled copies of tiles past the
       slice touch no global sector and are not counted (they are real LDGSTS instructions: the SASS mix has them).
+    * Rung 11 (``clamped_copies``): rung 10's copies, except that rows of A beyond M and columns of B beyond N
+      are read from the matrix's last row (column group), not zero-filled: only K bounds a copy.
     * Out-of-range elements: rung 07 predicates them off (zero in registers); rung 08 copies with
       src-size 0 (zero-fill): no global sector is touched, the shared store still happens.
     * C: as rung 06 (STG.128 / guarded scalars); with SPLITK > 1 scalar atomic adds (RED) of every element,
@@ -890,6 +892,8 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
         ca = 8 * kca + ka
 
         def a_cp_fn(rv, cv, kv):
+            if g.clamped_copies:                     # rung 11: rows beyond M read from row M-1, only K bounds
+                return np.minimum(ra, rv - 1) * K + ca, in_a & (ca < kv)
             return ra * K + ca, in_a & (ra < rv) & (ca < kv)
 
         globs.append(_Global("A", "ld", 1, frozenset("mk"), a_cp_fn))
@@ -906,6 +910,8 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
         rbe, cbe = eb // BN, eb % BN
 
         def b_cp_fn(rv, cv, kv):
+            if g.clamped_copies:
+                return rbe * N + np.minimum(cbe, cv - 1), in_eb & (rbe < kv)
             return rbe * N + cbe, in_eb & (rbe < kv) & (cbe < cv)
 
         globs.append(_Global("B", "ld", 1, frozenset("kn"), b_cp_fn))
@@ -917,6 +923,8 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     rb, cb = ib // (BN // 4), 4 * (ib % (BN // 4))
 
     def b_vec_fn(rv, cv, kv):
+        if g.clamped_copies:                         # rung 11: columns beyond N read from N-4 .. N-1
+            return rb * N + np.minimum(cb, cv - 4), in_b & b_vec & (rb < kv)
         if async_:                                   # N % 4 == 0: gn < N implies gn + 3 < N
             return rb * N + cb, in_b & b_vec & (rb < kv) & (cb < cv)
         return rb * N + cb, in_b & b_vec & (rb < kv) & (cb + 3 < cv)

@@ -299,18 +299,19 @@ def test_sibling_loops_take_the_aligned_one():
 
 
 def test_async_rungs_count_no_padding_as_shared_loads():
-    """Rungs 08-10 read their fragments with LDS.128 only: a scalar LDS in their steady iteration would be
-    ptxas's `@!PT LDS` padding counted as a load; rung 10's steady loop is the aligned one (B by LDGSTS.128)."""
+    """Rungs 08-11 read their fragments with LDS.128 only: a scalar LDS in their steady iteration would be
+    ptxas's `@!PT LDS` padding counted as a load; rung 10's and 11's steady loop is the aligned one (B by
+    LDGSTS.128)."""
     n = 0
     for arch, key, f in _all_facts():
         cfg = KernelConfig.parse(key)
-        if cfg.rung not in (8, 9, 10):
+        if cfg.rung not in (8, 9, 10, 11):
             continue
         n += 1
         assert f.per_iteration("LDS") == 0, (arch, key)
         assert f.per_iteration("NOP") % 3 == 0, (arch, key)
         assert f.per_iteration("LDGSTS") + f.per_iteration("LDGSTS.128") > 0, (arch, key)   # the copies' path
-        if cfg.rung == 10:
+        if cfg.rung in (10, 11):
             assert f.per_iteration("LDGSTS.128") > 0, (arch, key)
     assert n > 300
 

@@ -379,7 +379,7 @@ def test_invariants_at_2048(cfg):
     assert it.warps == math.ceil(g.threads / 32) == c.warps_per_block
     # barriers: two per K tile (rungs 02-05), one per tile plus the prologue's (rung 06)
     T_ = c.k_iterations
-    per_warp = {1: 0, 6: T_ + 1, 7: T_ + 1, 8: T_, 9: T_, 10: T_}.get(cfg.rung, 2 * T_)
+    per_warp = {1: 0, 6: T_ + 1, 7: T_ + 1, 8: T_, 9: T_, 10: T_, 11: T_}.get(cfg.rung, 2 * T_)
     assert c.bar_warp == c.blocks * c.warps_per_block * per_warp
 
 

@@ -95,8 +95,8 @@ def test_ladder_is_every_classic_config_at_every_size() -> None:
     sizes = [(n, n, n) for n in (128, 256, 512, 1024, 2048, 4096, 8192, 1000, 3001)] + [(3001, 1000, 2048)]
     assert not dropped
     assert {t.key for t in tasks} == {(c.key, *s) for c in classic_configs() for s in sizes}
-    assert len(tasks) == len(classic_configs()) * 10 == 160
-    assert {t.config.rung for t in tasks} == {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+    assert len(tasks) == len(classic_configs()) * 10 == 170
+    assert {t.config.rung for t in tasks} == {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 
 
 def test_regtile_is_every_valid_combination() -> None:
@@ -137,7 +137,7 @@ def _group(**kw) -> dict:
     ({"groups": [{}]}, "unknown top-level key 'groups'"),
     ({"group": [{"classic": True, "sizes": [64]}]}, "missing 'rungs'"),
     ({"group": [{"rungs": [4], "classic": True}]}, "missing 'sizes'"),
-    ({"group": [{"rungs": [11], "classic": True, "sizes": [64]}]}, "unknown rung 11"),
+    ({"group": [{"rungs": [12], "classic": True, "sizes": [64]}]}, "unknown rung 12"),
     (_group(sizes=[0]), "must be >= 1"),
     (_group(sizes=[[1, 2]]), "is not a size"),
     (_group(sizes=["big"]), "is not a size"),
@@ -395,7 +395,7 @@ def test_dry_run_needs_no_gpu_and_writes_nothing(tmp_path, capsys) -> None:
     out = tmp_path / "ladder.jsonl"
     assert sw.main(["ladder", "--dry-run", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "160 rows to run" in text and "04 reg2d 128x128x8 8x8" in text and "GFLOP/s" in text
+    assert "170 rows to run" in text and "04 reg2d 128x128x8 8x8" in text and "GFLOP/s" in text
     assert not out.exists()
 
 

@@ -1,4 +1,5 @@
-"""Rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands) and 10 (branch-free pipeline): registry rules, launch order, K slices, the simulator's
+"""Rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands), 10 (branch-free pipeline) and 11
+(predicate-free steady loop): registry rules, launch order, K slices, the simulator's
 index maps and the sweeps. No GPU needed (the GPU tests are tests/gpu/test_warptile_gpu.py)."""
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ CLASSIC7 = KernelConfig.parse("07:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,
 
 def cfg(rung=7, **kw) -> KernelConfig:
     p = dict(CLASSIC7.p)
-    if rung in (8, 9, 10):
+    if rung in (8, 9, 10, 11):
         p["STAGES"] = 3
+    if rung == 11:
+        p["SPREAD"] = 1
     p.update(kw)
     return KernelConfig.make(rung, **p)
 
@@ -46,7 +49,7 @@ def test_geometry_of_the_classic_config() -> None:
 
 
 def test_the_source_agrees_with_the_registry() -> None:
-    for f in ("07_warptile.cu", "08_async_pipeline.cu", "09_bank_aware.cu", "10_lean_pipeline.cu"):
+    for f in ("07_warptile.cu", "08_async_pipeline.cu", "09_bank_aware.cu", "10_lean_pipeline.cu", "11_steady_loop.cu"):
         src = (KDIR / f).read_text()
         assert "LDA = BM + 4" in src and "grid = (gm*gn, 1, SPLITK)" in src or "grid (gm*gn, 1, SPLITK)" in src
     assert re.search(r"#error .*8\.0 or newer", (KDIR / "08_async_pipeline.cu").read_text())
@@ -59,6 +62,13 @@ def test_the_source_agrees_with_the_registry() -> None:
     # the loop issues its copies without a branch: no `if` between the barrier and the commit
     loop = src10[src10.index("for (int t = 0; t < numTiles; ++t)"):src10.index("sgemm_10_wait<0>();")]
     assert "if (" not in loop and "if(" not in loop
+    src11 = (KDIR / "11_steady_loop.cu").read_text()
+    assert re.search(r"#error .*8\.0 or newer", src11)
+    # rows of A and columns of B clamped into the matrix, as the CONTRACT (and the simulator) say
+    assert "min(m0 + r0 + a_row(it), M - 1)" in src11 and "min(n0 + c, BVEC ? N - 4 : N - 1)" in src11
+    # the steady loop copies without a bound: its compute takes the FULL copies, the tail the checked ones
+    steady = src11[src11.index("for (; t < nSteady; ++t)"):src11.index("for (; t < numTiles; ++t)")]
+    assert "sgemm_11_compute<true, SPREAD" in steady and "min(" not in steady
 
 
 @pytest.mark.parametrize("kw, lim", [
@@ -174,6 +184,32 @@ def test_lean_pipeline_counts_as_rung_08_on_the_vector_path() -> None:
     o8, o10 = simulate(cfg(8), 130, 77, 33), simulate(cfg(10), 130, 77, 33)
     assert o10.gld_sectors < o8.gld_sectors and o10.sts_bank_conflicts == 0 < o8.sts_bank_conflicts
     assert geometry(cfg(10)).b_element_fallback and not geometry(cfg(10)).b_pair_swap
+
+
+def test_steady_loop_counts_as_rung_10_inside_the_matrix() -> None:
+    """Rung 11 reads what rung 10 reads where every block lies inside A, B and C; at the edges its clamped copies
+    read the last row (column group) again instead of zero-filling: more requests and sectors, never fewer."""
+    for size in [(1024, 1024, 1024), (256, 256, 1000)]:
+        a, b = simulate(cfg(10), *size), simulate(cfg(11), *size)
+        assert dataclasses.astuple(a)[1:] == dataclasses.astuple(b)[1:], size
+    for size in [(1000, 1004, 77), (130, 80, 33), (130, 77, 33)]:
+        a, b = simulate(cfg(10), *size), simulate(cfg(11), *size)
+        assert b.gld_requests >= a.gld_requests and b.gld_sectors > a.gld_sectors, size
+        assert b.ffma_thread == a.ffma_thread and b.gst_requests == a.gst_requests
+    g = geometry(cfg(11))
+    assert g.clamped_copies and g.b_element_fallback and not geometry(cfg(10)).clamped_copies
+
+
+@pytest.mark.parametrize("kw, lim", [
+    (dict(SPREAD=0), "positive"),
+    (dict(SPREAD=17), "copy_spread"),
+    (dict(BM=128, BN=32, WM=32, WN=32, WNITER=1, BK=8), "uniform_copies"),   # 64 float4s of B, 128 threads
+])
+def test_steady_loop_rules(kw, lim) -> None:
+    c = cfg(11, **kw)
+    with pytest.raises(ConfigError) as ei:
+        validate(c)
+    assert ei.value.limit == lim
 
 
 def test_split_k_counts() -> None:

@@ -61,6 +61,8 @@ RUNGS = [
     ("08_async_pipeline.cu", "sgemm_08_async", [c + (3,) for c in R78] + [R78[0] + (2,), R78[0] + (4,)]),
     ("09_bank_aware.cu", "sgemm_09_bank", [c + (3,) for c in R78] + [(128, 256, 8, 64, 64, 2, 8, 4, 1, 1, 3)]),
     ("10_lean_pipeline.cu", "sgemm_10_lean", [c + (3,) for c in R78] + [(128, 256, 8, 64, 64, 2, 4, 4, 1, 1, 3)]),
+    ("11_steady_loop.cu", "sgemm_11_steady", [c + (3, 1) for c in R78[:5]] + [c + (3, c[2]) for c in R78[:2]]
+     + [(128, 128, 8, 64, 64, 2, 4, 4, 8, 1, 4, 1)]),
 ]
 SIG = "(const float*, const float*, float*, int, int, int)"
 
@@ -72,7 +74,7 @@ def threads(kernel, cfg):
         return cfg[0] * cfg[1]
     if kernel.startswith("sgemm_03"):
         return cfg[0] * cfg[1] // cfg[3]
-    if kernel.startswith(("sgemm_07", "sgemm_08", "sgemm_09", "sgemm_10")):
+    if kernel.startswith(("sgemm_07", "sgemm_08", "sgemm_09", "sgemm_10", "sgemm_11")):
         return (cfg[0] // cfg[3]) * (cfg[1] // cfg[4]) * 32
     return (cfg[0] // cfg[3]) * (cfg[1] // cfg[4])
 
@@ -83,7 +85,7 @@ def dyn_smem(kernel, cfg):
     bm, bn, bk = cfg[:3]
     if kernel.startswith("sgemm_07"):
         return 2 * (bk * (bm + 4) + bk * bn) * 4
-    if kernel.startswith(("sgemm_08", "sgemm_09", "sgemm_10")):
+    if kernel.startswith(("sgemm_08", "sgemm_09", "sgemm_10", "sgemm_11")):
         return cfg[10] * (bk * (bm + 4) + bk * bn) * 4
     per = (bm * bk + bk * bn) * 4
     return 2 * per if kernel.startswith("sgemm_06") else per

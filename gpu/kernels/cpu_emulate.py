@@ -60,6 +60,11 @@ R78 = [
     (64, 64, 8, 32, 32, 1, 4, 4, 1, 3),        # split-K
     (32, 64, 8, 32, 32, 2, 4, 4, 2, 4),        # both
 ]
+def _nt(c):
+    """Threads of a warp-tiled config (BM, BN, BK, WM, WN, ...)."""
+    return (c[0] // c[3]) * (c[1] // c[4]) * 32
+
+
 RUNGS = {
     "01": ("01_naive.cu", "sgemm_01_naive",
            [(32, 32, 1), (32, 32, 0), (16, 16, 1), (8, 8, 1), (32, 8, 1), (8, 32, 0)]),
@@ -84,6 +89,14 @@ RUNGS = {
     "10": ("10_lean_pipeline.cu", "sgemm_10_lean",
            [c + (3,) for c in R78] + [c + (2,) for c in R78[:2]] + [c + (4,) for c in R78[-3:]]
            + [(128, 256, 8, 64, 64, 2, 4, 4, 1, 1, 3), (64, 64, 8, 64, 64, 2, 4, 4, 2, 2, 4)]),
+    # rung 10's configs whose copies divide evenly among the threads (the uniform_copies rule), its fastest
+    # geometry at 4096^3 and split-K
+    "11": ("11_steady_loop.cu", "sgemm_11_steady",
+           [c + (3, 1) for c in R78 if (c[0] * c[2]) % _nt(c) == 0 and (c[2] * c[1] // 4) % _nt(c) == 0]
+           + [c + (3, c[2]) for c in R78[:4]] + [c + (2, 2) for c in R78[:2]]
+           + [(128, 128, 8, 64, 64, 2, 4, 4, 8, 1, 4, 1), (128, 128, 8, 64, 64, 2, 4, 4, 8, 1, 4, 8),
+              (128, 256, 8, 64, 64, 2, 4, 4, 1, 1, 3, 1), (64, 64, 8, 64, 64, 2, 4, 4, 2, 2, 4, 3),
+              (128, 128, 8, 64, 64, 2, 4, 4, 1, 3, 2, 1)]),
 }
 
 PRELUDE = r"""
@@ -148,6 +161,12 @@ static inline void sgemm_10_cp4(float* dst, const float* src, int n) { cp_issue(
 static inline void sgemm_10_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
 static inline void sgemm_10_commit() { cp_commit(); }
 template <int PENDING> static inline void sgemm_10_wait() { cp_wait<PENDING>(); }
+static inline void sgemm_11_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
+static inline void sgemm_11_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
+static inline void sgemm_11_cp4_full(float* dst, const float* src) { cp_issue(dst, src, 4, 4); }
+static inline void sgemm_11_cp16_full(float* dst, const float* src) { cp_issue(dst, src, 16, 16); }
+static inline void sgemm_11_commit() { cp_commit(); }
+template <int PENDING> static inline void sgemm_11_wait() { cp_wait<PENDING>(); }
 static void cp_check_drained() {
     if (!g_cp_open.empty()) { fprintf(stderr, "cp.async copies issued but never committed\n"); abort(); }
     for (auto& g : g_cp_groups)
@@ -268,7 +287,7 @@ def shapes_for(rung, cfg):
     else:
         bm, bn, bk = cfg[0], cfg[1], cfg[2]
     extra = []
-    if rung in ("07", "08", "09", "10"):
+    if rung in ("07", "08", "09", "10", "11"):
         extra = [(3 * bm + 1, 2 * bn + 1, bk),       # 4 block rows: a partial swizzle group
                  (bm + 5, bn - 3, 7 * bk + 5),       # K over several slices, tails
                  (2 * bm, bn, 2 * bk - 4)]           # K%4 = 0 tail
@@ -299,10 +318,10 @@ def launch_geometry(rung, cfg, M, N, K):
                ("cdiv(%d,%d)" % (M, bx), "cdiv(%d,%d)" % (N, by))
         return grid, (bx, by), 0
     bm, bn, bk = cfg[:3]
-    if rung in ("07", "08", "09", "10"):
+    if rung in ("07", "08", "09", "10", "11"):
         wm, wn = cfg[3], cfg[4]
         nt = (bm // wm) * (bn // wn) * 32
-        stages = cfg[10] if rung in ("08", "09", "10") else 2
+        stages = cfg[10] if rung in ("08", "09", "10", "11") else 2
         dyn = stages * (bk * (bm + 4) + bk * bn) * 4
         return ("cdiv(%d,%d)*cdiv(%d,%d)" % (M, bm, N, bn), "1", str(cfg[9])), (nt, 1), dyn
     grid = ("cdiv(%d,%d)" % (N, bn), "cdiv(%d,%d)" % (M, bm))
@@ -329,7 +348,7 @@ def build_source(rung, cp_at_wait=0):
             for off in offs:
                 geo = launch_geometry(rung, cfg, M, N, K)
                 (gx, gy, gz), (bx, by), dyn = (geo[0] + ("1",))[:3], geo[1], geo[2]
-                zero_c = int(rung in ("07", "08", "09", "10") and cfg[9] > 1)
+                zero_c = int(rung in ("07", "08", "09", "10", "11") and cfg[9] > 1)
                 body.append(
                     '  { dim3 g; g.x=%s; g.y=%s; g.z=%s; dim3 b; b.x=%d; b.y=%d; '
                     'test("%s", &%s, g, b, %d, %d, %d, %d, %d, %d); }'
@@ -358,7 +377,7 @@ def main():
     td = args.keep or tempfile.mkdtemp(prefix="gemmscope_emu_")
     os.makedirs(td, exist_ok=True)
     for rung in rungs:
-        modes = [(0, "issue"), (1, "wait")] if rung in ("08", "09", "10") else [(0, "")]
+        modes = [(0, "issue"), (1, "wait")] if rung in ("08", "09", "10", "11") else [(0, "")]
         for at_wait, mode in modes:
             tag = rung + ("_" + mode if mode else "")
             src = build_source(rung, at_wait)

@@ -1,5 +1,6 @@
-"""Real-GPU tests of rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands) and 10 (branch-free pipeline), with the block swizzle and split-K
-(skipped, with the reason, without cupy or a CUDA GPU; rungs 08-10 also below compute capability 8.0).
+"""Real-GPU tests of rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands), 10 (branch-free pipeline)
+and 11 (predicate-free steady loop), with the block swizzle and split-K
+(skipped, with the reason, without cupy or a CUDA GPU; rungs 08-11 also below compute capability 8.0).
 
 Every config is checked against a float64 reference at awkward sizes (1x1x1, primes, sizes below one tile,
 K not a multiple of 4, K shorter than the split-K slices, 512^3), with 16-byte-misaligned A, B and C
@@ -36,6 +37,9 @@ KEYS = [
     "10:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3",
     "10:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=8,SPLITK=1,STAGES=4",
     "10:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=2,TM=4,TN=4,SWZ=3,SPLITK=8,STAGES=2",
+    "11:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=8,SPLITK=1,STAGES=4,SPREAD=1",
+    "11:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=16",
+    "11:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=2,TM=4,TN=4,SWZ=3,SPLITK=8,STAGES=2,SPREAD=3",
 ]
 CONFIGS = [KernelConfig.parse(k) for k in KEYS]
 FAST = {"reps": 10, "warmup": 1, "max_config_s": 0.5}
@@ -147,7 +151,7 @@ def test_split_k_needs_the_zeroed_output(spec, compiled, problems) -> None:
     assert good.status == "ok", good.reason
 
 
-def test_rungs_08_to_10_refused_below_sm80(spec) -> None:
+def test_rungs_08_to_11_refused_below_sm80(spec) -> None:
     import dataclasses
 
     from model.errors import ConfigError
