@@ -776,6 +776,13 @@ def _latency_class(ins: Instr) -> str:
     return "alu"
 
 
+def depbar_count(ins: Instr) -> int:
+    """``DEPBAR.LE SB0, n``: the most cp.async groups that may stay outstanding (the last operand, hexadecimal or
+    decimal; not the SB0 digit)."""
+    m = re.search(r",\s*(?:0x([0-9a-fA-F]+)|(\d+))\s*$", ins.operands)
+    return int(m.group(1), 16) if m and m.group(1) else int(m.group(2)) if m else 0
+
+
 @functools.lru_cache(maxsize=64)
 def _prepared(instrs: tuple) -> list:
     return [(i, _operands(i), _latency_class(i), i.op.split(".")[0]) for i in instrs]
@@ -811,9 +818,7 @@ def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: f
             for r in srcs:
                 start = max(start, ready.get(r, 0.0))
             if base == "DEPBAR":
-                # "SB0, 0x1": the count is the last operand (hexadecimal or decimal), not the SB0 digit
-                m = re.search(r",\s*(?:0x([0-9a-fA-F]+)|(\d+))\s*$", ins.operands)
-                n = int(m.group(1), 16) if m and m.group(1) else int(m.group(2)) if m else 0
+                n = depbar_count(ins)
                 done = groups + ([max(open_group)] if open_group else [])
                 if len(done) > n:
                     start = max(start, max(done[: len(done) - n]))

@@ -1,0 +1,170 @@
+"""One warp scheduler simulated cycle by cycle over a kernel's steady K loop: a research tool, not (yet) used by
+the timing model.
+
+    python -m tools.sched_sim KEY [KEY ...] [--arch sm_90] [--gpu h200] [--pipe 4]
+
+Why: rung 11's SPREAD = 1 issues a tile's copies in one cluster and measures up to 16 % slower than SPREAD = BK,
+where the model (one warp's latency-bound trace, shared-memory wavefronts averaged over the loop) predicts it
+faster. Nsight Compute puts the cost at the FFMAs behind the cluster, waiting on the shared loads queued behind the
+copies (``experiments/results/h200/logs/burst-2026-12-01/``). A single warp's trace with a shared pipe does not see
+that queue (correlation 0.34-0.38 with the measured SPREAD ratios); this simulation of all the warps of one
+scheduler does better (0.44, mean absolute error 0.042 over 24 pairs), and is the candidate mechanism.
+
+What it simulates, from the SASS of the steady path (``tools.compiler_facts``): ``n`` warps (the SM's resident warps
+/ 4) run the same instructions in order; the scheduler issues one instruction a cycle, oldest warp first; a warp
+waits for its control code's stall count (``Instr.stall``), for its source registers (results of loads and ALU
+instructions, as :func:`tools.compiler_facts.warp_trace`), for registers a queued copy still has to read, for
+``DEPBAR`` (cp.async groups) and at ``BAR`` for the other warps of its block on this scheduler. Every shared-memory
+path instruction (``LDS``, ``STS``, ``LDGSTS``, ``LDG``, local memory) occupies the SM's memory pipe for
+``pipe`` cycles of this scheduler's share per 128-byte wavefront (conflict-free: 4 for 128-bit accesses, 1 for
+32-bit; the other three schedulers issue the same mix), and its result (or a copy's source read) waits for the pipe.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from tools import compiler_facts as cf
+
+PIPE_OPS = frozenset({"LDS", "STS", "LDGSTS", "LDG", "LDL", "STL"})
+
+
+def wavefronts(ins: cf.Instr) -> int:
+    """128-byte wavefronts of one memory-pipe instruction of a warp, if conflict-free (0 for other instructions and
+    for ptxas's never-executed ``@!PT`` padding)."""
+    base = ins.op.split(".")[0]
+    if base not in PIPE_OPS or ins.family == "NOP":
+        return 0
+    parts = ins.op.split(".")
+    return 4 if "128" in parts else 2 if "64" in parts else 1
+
+
+def simulate(instrs: Sequence[cf.Instr], n_warps: int, blocks: int = 1, pipe: float = 4.0,
+             global_latency: float = 600.0, shared_latency: float = 30.0, iters: int = 6) -> float:
+    """Cycles per iteration, in steady state (iterations 3 to ``iters``), of ``n_warps`` warps on one scheduler
+    running ``instrs`` (one loop iteration) ``iters`` times; ``blocks``: how many blocks the warps belong to
+    (warp w to block w % blocks; a barrier waits for the warps of one block)."""
+    if n_warps < 1 or blocks < 1 or iters < 3:
+        raise ValueError("n_warps and blocks must be >= 1, iters >= 3")
+    blocks = min(blocks, n_warps)
+    ops = cf._prepared(tuple(instrs))
+    if not ops:
+        raise ValueError("no instructions")
+    lat = {"global": global_latency, "shared": shared_latency, "local": shared_latency,
+           "const": cf.CONST_LATENCY_CYCLES, "alu": cf.ALU_LATENCY_CYCLES}
+    pc = [0] * n_warps
+    it = [0] * n_warps
+    nxt = [0.0] * n_warps
+    ready: list[dict[int, float]] = [{} for _ in range(n_warps)]
+    held: list[dict[int, float]] = [{} for _ in range(n_warps)]
+    groups: list[list[float]] = [[] for _ in range(n_warps)]
+    open_group: list[list[float]] = [[] for _ in range(n_warps)]
+    at_bar: dict[tuple[int, int], set[int]] = {}
+    members = [sum(1 for v in range(n_warps) if v % blocks == b) for b in range(blocks)]
+    pipe_free = 0.0
+    ends: dict[int, float] = {}
+    t = 0.0
+    limit = 50.0 * iters * len(ops) * n_warps + 1e5
+    while min(it) < iters:
+        for w in sorted(range(n_warps), key=lambda v: (it[v], pc[v])):     # oldest first
+            if it[w] >= iters or nxt[w] > t:
+                continue
+            ins, (dest, srcs), cls, base = ops[pc[w]]
+            if any(ready[w].get(r, 0.0) > t for r in srcs) or any(held[w].get(r, 0.0) > t for r in dest):
+                continue
+            if base == "DEPBAR":
+                n = cf.depbar_count(ins)
+                done = groups[w] + ([max(open_group[w])] if open_group[w] else [])
+                if len(done) > n and max(done[: len(done) - n]) > t:
+                    continue
+            if base == "BAR":
+                key = (w % blocks, it[w])
+                at_bar.setdefault(key, set()).add(w)
+                if len(at_bar[key]) < members[w % blocks]:
+                    continue
+            wf = wavefronts(ins)
+            served = t
+            if wf:
+                pipe_free = max(pipe_free, t) + wf * pipe
+                served = pipe_free
+            if base == "LDGSTS":
+                open_group[w].append(served + global_latency)
+                for r in srcs:
+                    held[w][r] = served
+            elif base == "LDGDEPBAR":
+                groups[w].append(max(open_group[w]) if open_group[w] else t)
+                open_group[w] = []
+            for r in dest:
+                ready[w][r] = served + lat[cls]
+            nxt[w] = t + ins.stall
+            pc[w] += 1
+            if pc[w] == len(ops):
+                pc[w] = 0
+                it[w] += 1
+                ends[it[w]] = max(ends.get(it[w], 0.0), t + 1)
+            break                                   # one issue per cycle
+        t += 1.0
+        if t > limit:
+            raise RuntimeError("the simulation does not progress (a barrier no warp can pass?)")
+    return (ends[iters] - ends[2]) / (iters - 2)
+
+
+def steady_loop(key: str, arch: str = "sm_90") -> list[cf.Instr]:
+    """The steady path of a config's main loop, compiled now (NVRTC) for ``arch``."""
+    import os
+    import tempfile
+    cfg = cf._from_key(key)
+    fd, path = tempfile.mkstemp(suffix=".cubin")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(cf.compile_cubin(cfg, arch))
+        (_, (instrs, labels)), = cf.disassemble(path).items()
+    finally:
+        os.unlink(path)
+    body = cf.strip_padding(instrs, labels)
+    found = cf._main_loop(body, labels)
+    if found is None:
+        raise cf.FactsError(f"{key}: no main loop in the SASS")
+    blocks, h, loop = found
+    steady = cf.steady_path(body, blocks, h, loop)
+    return [i for b in steady for i in body[blocks[b].start:blocks[b].end]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from analysis.cli import Parser
+    from model.errors import ConfigError
+    from model.occupancy import occupancy
+    from model.registry import KernelConfig, geometry, validate
+    from model.spec import SpecError, load_gpu
+    ap = Parser(prog="python -m tools.sched_sim", description=__doc__.split("\n\n")[0])
+    ap.add_argument("configs", nargs="+", help="config keys, e.g. 11:BM=128,BN=128,...")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--gpu", default="h200", help="GPU spec for the occupancy [h200]")
+    ap.add_argument("--pipe", type=float, default=4.0, help="pipe cycles per wavefront of one scheduler's share [4]")
+    a = ap.parse_args(argv)
+    try:
+        gpu = load_gpu(a.gpu)
+        cfgs = [KernelConfig.parse(k) for k in a.configs]
+        for c in cfgs:
+            validate(c, gpu)
+    except (SpecError, ConfigError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if a.pipe <= 0:
+        print("error: --pipe must be > 0", file=sys.stderr)
+        return 2
+    for c in cfgs:
+        instrs = steady_loop(c.key, a.arch)
+        g = geometry(c)
+        fx = cf.facts(c, a.arch)
+        occ = occupancy(gpu, g.threads, fx["registers"], g.smem_bytes)
+        warps = max(1, occ.blocks_per_sm * (g.threads // 32) // 4)
+        cyc = simulate(instrs, warps, occ.blocks_per_sm, a.pipe)
+        print(f"{c.label}: {len(instrs)} instructions per iteration, {warps} warps per scheduler, "
+              f"{cyc:.0f} cycles per iteration")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
