@@ -86,5 +86,7 @@ def test_stall_summary_reads_the_source_page(tmp_path):
     s = stall_summary(rows, {0: False, 0x10: True})
     assert s["cycles"] == pytest.approx((250 + 90 + 100) / 250)
     assert s["dispatch"] == pytest.approx(90 / 250) and s["not_selected"] == pytest.approx(100 / 250)
+    assert s["reasons"] == pytest.approx({"not_selected": 100 / 250, "dispatch": 90 / 250})
+    assert list(s["reasons"]) == ["not_selected", "dispatch"]                 # largest first, selected left out
     assert s["base_dispatch_per_ffma"] == pytest.approx(20 / 100)          # the conflicted FFMA left out
     assert stall_summary(rows, {0: False, 0x10: False})["base_dispatch_per_ffma"] == pytest.approx(80 / 200)

@@ -40,7 +40,6 @@ import argparse
 import json
 import re
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -104,11 +103,7 @@ def conflicts_per_ffma(key: str, arch: str = "sm_90", rule: str = "pairs") -> fl
     """Extra register-bank reads per FFMA of config ``key``, compiled as CuPy compiles it (NVRTC)."""
     from model.registry import KernelConfig
     from tools import compiler_facts as cf
-    cubin = cf.compile_cubin(KernelConfig.parse(key), arch)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "k.cubin"
-        path.write_bytes(cubin)
-        funcs = cf.disassemble(str(path))
+    funcs = cf.config_sass(KernelConfig.parse(key), arch)
     n = extra = 0
     for instrs, _ in funcs.values():
         a, b = ffma_conflicts(instrs, rule)
@@ -170,7 +165,8 @@ def _samples_per_issue(rows: Sequence[dict]) -> float:
 
 def stall_summary(rows: Sequence[dict], conflicted: Mapping[int, bool]) -> dict:
     """Per issued instruction of one warp (samples / ``stall_selected``): ``cycles`` (all samples), ``dispatch``
-    and ``not_selected``; and ``base_dispatch_per_ffma``: the dispatch-stall samples per executed FFMA among the
+    and ``not_selected``, and every stall reason, largest first (``reasons``: ``short_sb`` is the wait on shared
+    loads of ``logs/burst-2026-12-01``); and ``base_dispatch_per_ffma``: the dispatch-stall samples per executed FFMA among the
     FFMAs that ``conflicted`` (offset -> three uncached sources in one bank) marks False, in the same unit (the
     base dispatch stall of ``logs/source3-2026-12-01``)."""
     tot: Counter = Counter()
@@ -185,8 +181,9 @@ def stall_summary(rows: Sequence[dict], conflicted: Mapping[int, bool]) -> dict:
         if conflicted.get(r["offset"]) is False:
             d += r.get("stall_dispatch", 0.0)
             e += r["executed"]
+    reasons = {h[len("stall_"):]: v / sel for h, v in tot.most_common() if h != "stall_selected"}
     return {"cycles": sum(tot.values()) / sel, "dispatch": tot["stall_dispatch"] / sel,
-            "not_selected": tot["stall_not_selected"] / sel,
+            "not_selected": tot["stall_not_selected"] / sel, "reasons": reasons,
             "base_dispatch_per_ffma": (d / e / per_issue) if e else float("nan")}
 
 
@@ -198,11 +195,7 @@ def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
     :func:`stall_summary`}."""
     from model.registry import KernelConfig
     from tools import compiler_facts as cf
-    cubin = cf.compile_cubin(KernelConfig.parse(key), arch)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "k.cubin"
-        path.write_bytes(cubin)
-        ((instrs, _),) = cf.disassemble(str(path)).values()
+    ((instrs, _),) = cf.config_sass(KernelConfig.parse(key), arch).values()
     most = {ins.addr: tuple(max(Counter(r % b for r in regs).values(), default=0) for b in (2, 4))
             for ins, regs in uncached_sources(instrs)}
     rows = read_source_csv(csv_path)
@@ -259,6 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"per issued instruction of one warp: {sm['cycles']:.2f} cycles, dispatch {sm['dispatch']:.2f}, "
               f"not_selected {sm['not_selected']:.2f}; base dispatch stall per FFMA without three uncached "
               f"sources in one of four banks: {sm['base_dispatch_per_ffma']:.2f}")
+        print("stall reasons per issued instruction: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in list(sm["reasons"].items())[:8]))
         return 0
     for k in a.configs:
         print(f"{conflicts_per_ffma(k, a.arch, a.rule):.3f}  {k}")

@@ -256,6 +256,15 @@ def compile_cubin(cfg: KernelConfig, arch: str) -> bytes:
     return compile_program(cfg.info.file, [cfg.name_expression], arch).cubin
 
 
+def config_sass(cfg: KernelConfig, arch: str) -> dict[str, tuple[list[Instr], dict[str, int]]]:
+    """The SASS of one config for ``arch``, compiled as CuPy compiles it: {function: (instructions, labels)}."""
+    with tempfile.TemporaryDirectory(prefix="gemmscope_sass_") as td:
+        path = os.path.join(td, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(compile_cubin(cfg, arch))
+        return disassemble(path)
+
+
 # --------------------------------------------------------------------------------------------------
 # cuobjdump / ptxas log
 # --------------------------------------------------------------------------------------------------
@@ -776,11 +785,15 @@ def _latency_class(ins: Instr) -> str:
     return "alu"
 
 
-def depbar_count(ins: Instr) -> int:
-    """``DEPBAR.LE SB0, n``: the most cp.async groups that may stay outstanding (the last operand, hexadecimal or
-    decimal; not the SB0 digit)."""
+def depbar_ready(ins: Instr, groups: Sequence[float], open_group: Sequence[float]) -> float:
+    """The cycle at which ``DEPBAR.LE SB0, n`` lets a warp go: when all but the newest ``n`` cp.async groups have
+    landed (``groups``: the landing cycles of the committed groups, oldest first; ``open_group``: those of the
+    copies not committed yet); 0 when it need not wait. ``n`` is the last operand (hexadecimal or decimal), not
+    the SB0 digit."""
     m = re.search(r",\s*(?:0x([0-9a-fA-F]+)|(\d+))\s*$", ins.operands)
-    return int(m.group(1), 16) if m and m.group(1) else int(m.group(2)) if m else 0
+    n = int(m.group(1), 16) if m and m.group(1) else int(m.group(2)) if m else 0
+    done = list(groups) + ([max(open_group)] if open_group else [])
+    return max(done[: len(done) - n]) if len(done) > n else 0.0
 
 
 @functools.lru_cache(maxsize=64)
@@ -818,10 +831,7 @@ def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: f
             for r in srcs:
                 start = max(start, ready.get(r, 0.0))
             if base == "DEPBAR":
-                n = depbar_count(ins)
-                done = groups + ([max(open_group)] if open_group else [])
-                if len(done) > n:
-                    start = max(start, max(done[: len(done) - n]))
+                start = max(start, depbar_ready(ins, groups, open_group))
             if start > t and any(r in pending_global and pending_global[r] > t for r in srcs):
                 waits += 1
                 most_in_flight = max(most_in_flight, sum(1 for v in set(pending_global.values()) if v > t))

@@ -73,11 +73,8 @@ def simulate(instrs: Sequence[cf.Instr], n_warps: int, blocks: int = 1, pipe: fl
             ins, (dest, srcs), cls, base = ops[pc[w]]
             if any(ready[w].get(r, 0.0) > t for r in srcs) or any(held[w].get(r, 0.0) > t for r in dest):
                 continue
-            if base == "DEPBAR":
-                n = cf.depbar_count(ins)
-                done = groups[w] + ([max(open_group[w])] if open_group[w] else [])
-                if len(done) > n and max(done[: len(done) - n]) > t:
-                    continue
+            if base == "DEPBAR" and cf.depbar_ready(ins, groups[w], open_group[w]) > t:
+                continue
             if base == "BAR":
                 key = (w % blocks, it[w])
                 at_bar.setdefault(key, set()).add(w)
@@ -112,16 +109,7 @@ def simulate(instrs: Sequence[cf.Instr], n_warps: int, blocks: int = 1, pipe: fl
 
 def steady_loop(key: str, arch: str = "sm_90") -> list[cf.Instr]:
     """The steady path of a config's main loop, compiled now (NVRTC) for ``arch``."""
-    import os
-    import tempfile
-    cfg = cf._from_key(key)
-    fd, path = tempfile.mkstemp(suffix=".cubin")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(cf.compile_cubin(cfg, arch))
-        (_, (instrs, labels)), = cf.disassemble(path).items()
-    finally:
-        os.unlink(path)
+    (instrs, labels), = cf.config_sass(cf._from_key(key), arch).values()
     body = cf.strip_padding(instrs, labels)
     found = cf._main_loop(body, labels)
     if found is None:
@@ -134,6 +122,7 @@ def steady_loop(key: str, arch: str = "sm_90") -> list[cf.Instr]:
 def main(argv: Sequence[str] | None = None) -> int:
     from analysis.cli import Parser
     from model.errors import ConfigError
+    from model.facts import registers_for
     from model.occupancy import occupancy
     from model.registry import KernelConfig, geometry, validate
     from model.spec import SpecError, load_gpu
@@ -157,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for c in cfgs:
         instrs = steady_loop(c.key, a.arch)
         g = geometry(c)
-        fx = cf.facts(c, a.arch)
-        occ = occupancy(gpu, g.threads, fx["registers"], g.smem_bytes)
+        regs = registers_for(c, a.arch) or cf.facts(c, a.arch)["registers"]   # shipped facts, else compiled
+        occ = occupancy(gpu, g.threads, regs, g.smem_bytes)
         warps = max(1, occ.blocks_per_sm * (g.threads // 32) // 4)
         cyc = simulate(instrs, warps, occ.blocks_per_sm, a.pipe)
         print(f"{c.label}: {len(instrs)} instructions per iteration, {warps} warps per scheduler, "

@@ -319,8 +319,7 @@ def launch_geometry(rung, cfg, M, N, K):
         return grid, (bx, by), 0
     bm, bn, bk = cfg[:3]
     if rung in ("07", "08", "09", "10", "11"):
-        wm, wn = cfg[3], cfg[4]
-        nt = (bm // wm) * (bn // wn) * 32
+        nt = _nt(cfg)
         stages = cfg[10] if rung in ("08", "09", "10", "11") else 2
         dyn = stages * (bk * (bm + 4) + bk * bn) * 4
         return ("cdiv(%d,%d)*cdiv(%d,%d)" % (M, bm, N, bn), "1", str(cfg[9])), (nt, 1), dyn
