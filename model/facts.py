@@ -138,6 +138,28 @@ class Facts:
     charges each :data:`BANK_CONFLICT_CYCLES` dispatch cycles (:attr:`bank_conflict_cycles`). None: facts made
     before the field."""
 
+    loop_queue: Mapping[str, Any] | None = None
+    """The steady iteration's *ordering* cost at the shared-memory pipe (``tools.sched_sim.loop_queue``): one
+    scheduler's warps simulated cycle by cycle over the steady path's SASS, with the SM's pipe serving the simulated
+    accesses' wavefronts (``simulated``), the same warps with a free pipe (``issue_bound``) and the pipe's busy cycles
+    (``pipe_bound``), with ``blocks`` resident blocks per SM, per SASS iteration of ``tiles`` K tiles. The timing model
+    charges what ``simulated`` exceeds its own combination of the two bounds by. None: not simulated (no charge)."""
+
+    @property
+    def queue_cycles(self) -> tuple[float, float, float]:
+        """``(simulated, issue_bound, pipe_bound)`` cycles per SASS loop iteration of one round, with
+        ``queue_blocks`` blocks per SM (zeros when not simulated)."""
+        q = self.loop_queue
+        if not q:
+            return (0.0, 0.0, 0.0)
+        i = list(q["global_latencies"]).index(0.0)     # the order alone: every global load's latency hidden
+        return (float(q["simulated"][i]), float(q["issue_bound"][i]), float(q["pipe_bound"]))
+
+    @property
+    def queue_blocks(self) -> int:
+        """Resident blocks per SM the ordering cost was simulated at (0 when not simulated)."""
+        return int(self.loop_queue["blocks"]) if self.loop_queue else 0
+
     @property
     def bank_conflict_cycles(self) -> float:
         """Dispatch cycles of the steady iteration's register-bank conflicts (0 when not counted)."""
@@ -169,6 +191,8 @@ class Facts:
         for k in ("loop_trace_cycles", "prologue_trace_cycles"):
             if kw.get(k) is not None:
                 kw[k] = tuple(tuple(r) for r in kw[k])
+        if kw.get("loop_queue") is not None:
+            kw["loop_queue"] = MappingProxyType(dict(kw["loop_queue"]))
         if kw.get("trace_schema") is not None:
             kw["trace_schema"] = MappingProxyType(dict(kw["trace_schema"]))
         for k in ("spill_stores", "spill_loads", "barriers", "local_bytes", "stack_bytes", "shared_static_bytes"):

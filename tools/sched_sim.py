@@ -41,10 +41,13 @@ def wavefronts(ins: cf.Instr) -> int:
 
 
 def simulate(instrs: Sequence[cf.Instr], n_warps: int, blocks: int = 1, pipe: float = 4.0,
-             global_latency: float = 600.0, shared_latency: float = 30.0, iters: int = 6) -> float:
+             global_latency: float = 600.0, shared_latency: float = 30.0, iters: int = 6,
+             scale: dict[str, float] | None = None) -> float:
     """Cycles per iteration, in steady state (iterations 3 to ``iters``), of ``n_warps`` warps on one scheduler
     running ``instrs`` (one loop iteration) ``iters`` times; ``blocks``: how many blocks the warps belong to
-    (warp w to block w % blocks; a barrier waits for the warps of one block)."""
+    (warp w to block w % blocks; a barrier waits for the warps of one block); ``scale``: the wavefronts of each
+    memory instruction (by its base opcode, e.g. ``LDS``) times this factor (the simulated accesses' wavefronts
+    over the conflict-free count; default 1)."""
     if n_warps < 1 or blocks < 1 or iters < 3:
         raise ValueError("n_warps and blocks must be >= 1, iters >= 3")
     blocks = min(blocks, n_warps)
@@ -80,7 +83,7 @@ def simulate(instrs: Sequence[cf.Instr], n_warps: int, blocks: int = 1, pipe: fl
                 at_bar.setdefault(key, set()).add(w)
                 if len(at_bar[key]) < members[w % blocks]:
                     continue
-            wf = wavefronts(ins)
+            wf = wavefronts(ins) * (scale.get(base, 1.0) if scale else 1.0)
             served = t
             if wf:
                 pipe_free = max(pipe_free, t) + wf * pipe
@@ -107,6 +110,70 @@ def simulate(instrs: Sequence[cf.Instr], n_warps: int, blocks: int = 1, pipe: fl
     return (ends[iters] - ends[2]) / (iters - 2)
 
 
+PIPE_CYCLES = 4.0
+"""Cycles of one scheduler's share of the SM's shared-memory pipe per 128-byte wavefront: the pipe serves one
+wavefront a cycle (128 B a cycle per SM: ``[sm].shared_bytes_per_clk`` of every shipped spec) and four schedulers
+issue the same mix."""
+
+
+def pipe_scale(instrs: Sequence[cf.Instr], lds_wavefronts: float, sts_wavefronts: float) -> dict[str, float]:
+    """Per-opcode factors that turn :func:`wavefronts` (conflict-free, no broadcast) of one SASS iteration into the
+    simulated accesses' wavefronts of the same iteration (``lds_wavefronts`` for the shared loads, ``sts_wavefronts``
+    for the shared stores and copies ``STS``/``LDGSTS``, one warp): a warp-tiled LDS.128 whose lanes share rows
+    reads two wavefronts, not four."""
+    lds = sum(wavefronts(i) for i in instrs if i.op.split(".")[0] == "LDS")
+    sts = sum(wavefronts(i) for i in instrs if i.op.split(".")[0] in ("STS", "LDGSTS"))
+    out = {"LDS": lds_wavefronts / lds if lds else 1.0, "STS": sts_wavefronts / sts if sts else 1.0}
+    out["LDGSTS"] = out["STS"]
+    return out
+
+
+QUEUE_LATENCIES = (0.0, 600.0)
+"""Global-load latencies (cycles) the ``loop_queue`` fact is simulated at: 0 isolates the order of the memory
+instructions at the pipe from the latency the timing model hides by warps (what the model reads); 600 is the
+loaded latency of a tile load, kept for comparison."""
+
+
+def queue_excess(instrs: Sequence[cf.Instr], n_warps: int, blocks: int, scale: dict[str, float] | None = None,
+                 pipe: float = PIPE_CYCLES, global_latency: float = 0.0) -> dict[str, float]:
+    """The cycles one iteration of a scheduler's ``n_warps`` warps loses to the *order* of its memory instructions:
+    the simulated iteration with the shared pipe (``simulated``) beyond both of its fluid bounds, the same warps with
+    a free pipe (``issue_bound``: issue, control-code stalls, latencies) and the pipe's busy cycles (``pipe_bound``:
+    every warp's wavefronts x ``pipe``). A loop that spreads its copies among the FFMAs keeps the pipe's queue short
+    and loses little; one that issues them in a cluster makes the shared loads behind it wait while the FFMAs that
+    need them stall (``experiments/results/h200/logs/burst-2026-12-01/``)."""
+    u = simulate(instrs, n_warps, blocks, 0.0, global_latency=global_latency)
+    q = simulate(instrs, n_warps, blocks, pipe, global_latency=global_latency, scale=scale)
+    busy = pipe * n_warps * sum(wavefronts(i) * ((scale or {}).get(i.op.split(".")[0], 1.0)) for i in instrs)
+    return {"simulated": q, "issue_bound": u, "pipe_bound": busy, "cycles": max(0.0, q - max(u, busy))}
+
+
+def loop_queue(cfg, arch: str, gpu) -> dict:
+    """The ``loop_queue`` compiler fact of one config (:func:`queue_excess` at the GPU's occupancy, the shipped
+    registers): compiles the config now. ``cycles`` are per SASS loop iteration of one scheduler's warps, with
+    ``blocks`` resident blocks per SM; ``tiles`` the steady-counts iterations per SASS iteration."""
+    from model.counts import steady_counts
+    from model.facts import facts_for
+    from model.occupancy import occupancy
+    from model.registry import geometry
+    f = facts_for(cfg, arch)
+    if f is None or not f.loop_ffma:
+        raise cf.FactsError(f"{cfg.key}: no shipped facts with a main loop for {arch}")
+    g, b = geometry(cfg), steady_counts(cfg)
+    warps_block = max(b.warps, 1)
+    per_sass = f.loop_ffma / (b.ffma_warp / warps_block)
+    occ = occupancy(gpu, g.threads, f.registers, g.smem_bytes)
+    n = max(1, occ.blocks_per_sm * (g.threads // 32) // 4)
+    instrs = steady_loop(cfg.key, arch)
+    sc = pipe_scale(instrs, b.lds_wavefronts / warps_block * per_sass, b.sts_wavefronts / warps_block * per_sass)
+    runs = [queue_excess(instrs, n, occ.blocks_per_sm, sc, global_latency=lat) for lat in QUEUE_LATENCIES]
+    out = {k: [r[k] for r in runs] for k in ("simulated", "issue_bound", "cycles")}
+    return {**out, "pipe_bound": runs[0]["pipe_bound"], "global_latencies": list(QUEUE_LATENCIES),
+            "blocks": occ.blocks_per_sm, "warps_per_scheduler": n, "tiles": per_sass,
+            "path_instructions": len(instrs),
+            "pipe_cycles_per_wavefront": PIPE_CYCLES, "gpu": gpu.key}
+
+
 def steady_loop(key: str, arch: str = "sm_90") -> list[cf.Instr]:
     """The steady path of a config's main loop, compiled now (NVRTC) for ``arch``."""
     (instrs, labels), = cf.config_sass(cf._from_key(key), arch).values()
@@ -119,6 +186,60 @@ def steady_loop(key: str, arch: str = "sm_90") -> list[cf.Instr]:
     return [i for b in steady for i in body[blocks[b].start:blocks[b].end]]
 
 
+def _queue_row(args) -> dict:
+    key, arch, gpu_key = args
+    from model.registry import KernelConfig
+    from model.spec import load_gpu
+    try:
+        cfg = KernelConfig.parse(key)
+        return {"key": key, "arch": arch, "loop_queue": loop_queue(cfg, arch, load_gpu(gpu_key))}
+    except Exception as exc:  # noqa: BLE001 - one config's failure is a row, not the batch's end
+        return {"key": key, "arch": arch, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def queue_batch(keys: Sequence[str], out, arch: str, gpu_key: str, jobs: int = 1) -> int:
+    """:func:`loop_queue` for many configs into a JSON Lines file (appended: keys already in it are skipped, so an
+    interrupted batch resumes); ``jobs`` processes. Returns the rows written."""
+    import json
+    from concurrent.futures import ProcessPoolExecutor
+    from pathlib import Path
+    out = Path(out)
+    done = set()
+    if out.exists():
+        done = {json.loads(line)["key"] for line in out.read_text().splitlines() if line.strip()}
+    todo = [(k, arch, gpu_key) for k in keys if k not in done]
+    n = 0
+    with open(out, "a") as f:
+        rows = map(_queue_row, todo) if jobs <= 1 else ProcessPoolExecutor(jobs).map(_queue_row, todo)
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+            f.flush()
+            n += 1
+    return n
+
+
+def merge_queue(paths: Sequence, arch: str = "sm_90") -> int:
+    """Merge :func:`queue_batch` files into the shipped compiler facts of ``arch`` (each config's ``loop_queue``);
+    rows with an error are skipped. Returns the configs merged."""
+    import json
+    from pathlib import Path
+    from model.facts import FACTS_DIR
+    path = Path(FACTS_DIR) / f"{arch}.json"
+    table = cf.read_cache(path).get(arch, {})
+    add = {}
+    for p in paths:
+        for line in Path(p).read_text().splitlines():
+            r = json.loads(line)
+            if r.get("arch", arch) != arch or "error" in r or r["key"] not in table:
+                continue
+            if r["loop_queue"].get("path_instructions") != table[r["key"]].get("loop_path_instructions"):
+                continue        # compiled to another steady path than the shipped facts': not this config's SASS
+            add[r["key"]] = {**table[r["key"]], "loop_queue": r["loop_queue"]}
+    if add:
+        cf.write_facts(path, {arch: add}, merge=True)
+    return len(add)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from analysis.cli import Parser
     from model.errors import ConfigError
@@ -127,7 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from model.registry import KernelConfig, geometry, validate
     from model.spec import SpecError, load_gpu
     ap = Parser(prog="python -m tools.sched_sim", description=__doc__.split("\n\n")[0])
-    ap.add_argument("configs", nargs="+", help="config keys, e.g. 11:BM=128,BN=128,...")
+    ap.add_argument("configs", nargs="*", help="config keys, e.g. 11:BM=128,BN=128,...")
+    ap.add_argument("--queue-facts", metavar="OUT.jsonl",
+                    help="write the loop_queue fact of every shipped config of --rungs (resumes OUT)")
+    ap.add_argument("--rungs", default="", help="with --queue-facts: comma-separated rung numbers [all]")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="processes for --queue-facts [1]")
+    ap.add_argument("--merge", nargs="+", metavar="FILE.jsonl", help="merge --queue-facts files into the shipped facts")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--gpu", default="h200", help="GPU spec for the occupancy [h200]")
     ap.add_argument("--pipe", type=float, default=4.0, help="pipe cycles per wavefront of one scheduler's share [4]")
@@ -142,6 +268,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if a.pipe <= 0:
         print("error: --pipe must be > 0", file=sys.stderr)
+        return 2
+    if a.merge:
+        print(f"merged the loop_queue of {merge_queue(a.merge, a.arch)} configs into the {a.arch} facts")
+        return 0
+    if a.queue_facts:
+        from model.facts import load_facts
+        rungs = {r.strip().zfill(2) for r in a.rungs.split(",") if r.strip()}
+        keys = [k for k in (a.configs or list(load_facts(a.arch))) if not rungs or k.split(":")[0] in rungs]
+        n = queue_batch(keys, a.queue_facts, a.arch, gpu.key, a.jobs)
+        print(f"{n} configs simulated into {a.queue_facts}")
+        return 0
+    if not cfgs:
+        print("error: give config keys, --queue-facts or --merge", file=sys.stderr)
         return 2
     for c in cfgs:
         instrs = steady_loop(c.key, a.arch)
