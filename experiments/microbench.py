@@ -34,6 +34,10 @@ Methods (the field names are those of :data:`model.spec.TIMING_FIELDS`):
   kernel so that the host is never on the timed path: how the sweeps time kernels (``gpu/timing.py``). The time
   of a launch from an idle stream (host latency included) is kept as an extra.
 * ``ffma_latency_cycles``: one thread, a dependent chain of 65536 FFMA.
+* ``l2_reduction_bytes_per_s``: ``atomicAdd`` of floats with the result unused (``RED.E.ADD.F32``) into an 8 MiB
+  buffer (in L2), 8 blocks x 256 threads per SM, each warp's lanes four floats apart (the split-K epilogue's
+  pattern: 16 sectors a request), 64 passes; 32 B x sector requests / time. Lanes one float apart (4 sectors a
+  request) and 16 warps adding into one region are kept as extras.
 
 Bandwidths are medians of 20 CUDA-event timings after warm-up.
 """
@@ -78,6 +82,10 @@ METHODS: dict[str, str] = {
     "fp32_flop_per_s": "independent FFMA chains on all SMs (one wave) during the sustained-clock launches, "
                        "CUDA-event time",
     "ffma_latency_cycles": "one thread, a dependent chain of 65536 FFMA, clock64 cycles",
+    "l2_reduction_bytes_per_s": "atomicAdd of floats with the result unused (RED.E.ADD.F32) into an 8 MiB buffer "
+                                "(L2-resident), 8 blocks x 256 threads per SM, each warp's lanes 4 floats apart (the "
+                                "split-K epilogue's pattern: 16 sectors a request), 64 passes; 32 B x sector requests / "
+                                "time, median of 20",
 }
 assert set(METHODS) == set(TIMING_KEYS)
 
@@ -258,6 +266,19 @@ extern "C" __global__ void chase_cg(const unsigned* next, unsigned start, int wa
     long long t1 = clock64();
     cycles[0] = t1 - t0;
 }
+// Float reductions in L2 (atomicAdd with the result unused: RED.E.ADD.F32): each warp adds 1 to `stride` floats per
+// lane, lanes `stride` floats apart (stride 4: the split-K epilogue's pattern, 16 sectors a request), in a region
+// that `share` consecutive warps add to together; `passes` regions per warp.
+extern "C" __global__ void red_add(float* c, long long regions, int stride, int share, int passes) {
+    long long warp = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5;
+    long long groups = (((long long)gridDim.x * blockDim.x) >> 5) / share;
+    int lane = threadIdx.x & 31;
+    for (int p = 0; p < passes; ++p) {
+        long long r = (warp / share + (long long)p * groups) % regions;
+        float* base = c + r * 32LL * stride + lane * stride;
+        for (int e = 0; e < stride; ++e) atomicAdd(base + e, 1.0f);
+    }
+}
 extern "C" __global__ void chase_shared(int steps, unsigned* out, long long* cycles) {
     __shared__ unsigned nxt[1024];
     for (int i = threadIdx.x; i < 1024; i += blockDim.x) nxt[i] = (i * 97 + 31) & 1023;
@@ -274,7 +295,7 @@ extern "C" __global__ void chase_shared(int steps, unsigned* out, long long* cyc
 """
 
 KERNELS = ("spin", "empty", "copy4", "read4", "smem_bw", "ffma_clock", "ffma_latency", "chase_l1", "chase_cg",
-           "chase_shared")
+           "chase_shared", "red_add")
 LINE = 128          # bytes per cache line
 STEPS = 4096        # timed steps of every pointer chase
 REPS = 20           # CUDA-event timings per bandwidth
@@ -371,6 +392,25 @@ def run(log=print, state: dict | None = None) -> dict:
     t, raw["shared"] = _median_event_time(cp, lambda: k["smem_bw"]((sms * 4,), (512,), (np.int32(iters), out)))
     res["shared_bandwidth_bytes_per_s"] = sms * 4 * 512 * iters * 16 / t
     log(f"l2 {res['l2_bandwidth_bytes_per_s']:.4g} B/s, shared {res['shared_bandwidth_bytes_per_s']:.4g} B/s")
+
+    # ---- float reductions in L2 (RED.ADD.F32): an 8 MiB buffer (in L2), 8 blocks x 256 threads per SM, 64 passes;
+    # a warp's request covers stride x 4 sectors (32 lanes, stride floats apart)
+    red_buf = cp.zeros((8 << 20) // 4, dtype=cp.float32)
+    red_blocks, red_threads, red_passes = sms * 8, 256, 64
+    warps_total = red_blocks * red_threads // 32
+    for stride, share in ((1, 1), (4, 1), (4, 16)):
+        regions = red_buf.size // (32 * stride)
+        t, raw[f"red_s{stride}_x{share}"] = _median_event_time(cp, lambda: k["red_add"](
+            (red_blocks,), (red_threads,), (red_buf, np.int64(regions), np.int32(stride), np.int32(share),
+                                            np.int32(red_passes))))
+        requests = warps_total * red_passes * stride
+        extra[f"red_stride{stride}_share{share}_sectors_per_s"] = requests * 4 * stride / t
+        extra[f"red_stride{stride}_share{share}_atomics_per_s"] = requests * 32 / t
+    del red_buf
+    res["l2_reduction_bytes_per_s"] = 32.0 * extra["red_stride4_share1_sectors_per_s"]
+    log("L2 reductions: " + ", ".join(f"stride {a} share {b_}: {extra[f'red_stride{a}_share{b_}_sectors_per_s']:.4g} "
+                                      f"sectors/s, {extra[f'red_stride{a}_share{b_}_atomics_per_s']:.4g} adds/s"
+                                      for a, b_ in ((1, 1), (4, 1), (4, 16))))
 
     # ---- latencies (one thread; clock64 cycles per step)
     def chase(kernel, nxt, start, warm, steps=STEPS) -> float:

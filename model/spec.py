@@ -260,6 +260,8 @@ TIMING_FIELDS: tuple[TimingField, ...] = (
     TimingField("dram_copy_bandwidth_bytes_per_s", "B/s", 1e9, 1e14, True,
                 "DRAM device-to-device copy bandwidth, read + write bytes counted"),
     TimingField("launch_overhead_s", "s", 1e-7, 1e-3, True, "time of an empty kernel launch as the sweeps time it"),
+    TimingField("l2_reduction_bytes_per_s", "B/s", 1e9, 1e15, False,
+                "float reductions in L2 (RED.ADD.F32, split-K's epilogue): 32-byte sector requests a second x 32 B"),
     TimingField("fp32_flop_per_s", "FLOP/s", 1e9, 1e16, False, "achieved FP32 FFMA throughput, all SMs"),
     TimingField("ffma_latency_cycles", "cycles", 1, 2000, False, "latency of a dependent FFMA"),
 )

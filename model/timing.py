@@ -59,6 +59,19 @@ in inverse proportion to its warps: a lone warp per scheduler (4-warp blocks, on
 The H200 rows of rungs 07-10 show it: per scheduler and instruction 1.4-1.8 cycles with one warp, 1.2-1.4 with
 two, against 1 + (c1 - 1) / w for a lone-warp rate c1 (fifth session of 2026-11-30).
 
+*The order of the asynchronous copies.* A loop whose shared-memory writes are ``cp.async`` copies (``LDGSTS``)
+issues them where ptxas placed them: with ``SPREAD = 1`` a whole tile's copies in one cluster, whose wavefronts
+occupy the SM's shared-memory pipe while the shared loads of the next FFMAs queue behind them (Nsight Compute,
+``experiments/results/h200/logs/burst-2026-12-01``: short- and long-scoreboard stalls at the FFMAs behind the
+cluster). The compiler facts keep, per config, one scheduler's warps simulated cycle by cycle over the steady path's
+SASS (``tools.sched_sim``: control codes, scoreboard, barrier, cp.async groups, the pipe serving the simulated
+accesses' wavefronts at one a cycle per SM) at zero global-load latency: the simulated iteration, the same warps with
+a free pipe and the pipe's busy cycles (:attr:`model.facts.Facts.loop_queue`). What the simulated iteration exceeds
+its two bounds combined as the pipes are (exponent ``p``) is added to the round, like the fixed stalls. Register-staged
+stores (a global load, then ``STS``) enter the pipe when their data arrives, which the simulation does not know:
+they are not charged (with them, the cross-validated error of the rungs that stage through registers rose from 9.4 %
+to 10.2 %).
+
 *Instruction fetch.* A main loop whose code exceeds the L0 instruction cache (32 KB a scheduler on sm_90,
 measured by ``experiments/icache.py`` and seen in Nsight Compute's ``no_instruction`` stalls:
 :data:`model.facts.INSTRUCTION_FETCH`) is fetched
@@ -115,6 +128,11 @@ L2 over its partitions (two on GA100/GH100: each partition caches what its own S
 ``_L2_PARTITIONS``). The memory system is further pipes of the same network: the SMs' time and the L2
 and DRAM times combine as the SM's pipes do, ``(t_sm^p + t_l2^p + t_dram^p)^(1/p)`` with the same ``p``
 (traffic that does not bind still costs time as it comes close to binding), plus the launch overhead.
+
+*Split-K's reductions.* With ``S`` K slices each block adds its partial tile into C with float atomics: the L2
+reduces every sector request at the GPU's measured reduction rate (``[timing].l2_reduction_bytes_per_s``:
+``experiments/microbench.py``, the epilogue's own pattern; 3.4e12 B/s on the H200, half its L2 read bandwidth; half
+the L2 bandwidth where not measured), in the L2 time and in the round's epilogue, whose blocks all reduce at once.
 
 *Spills.* Spilled registers (``LDL`` in the loop) are reloaded right before use: each adds the L1 latency
 (or L2's, when the warps' local memory does not fit in the L1 left beside the shared-memory carveout the
@@ -209,6 +227,7 @@ class Rates:
     notes: tuple[str, ...]
     lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
     dram_latency_cycles: float = 0.0
+    l2_reduction_bytes_per_s: float = 0.0   # float reductions (RED.ADD.F32): 32 B x sector requests a second
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -258,9 +277,11 @@ def rates(gpu) -> Rates:
     sh = get("shared_latency_cycles", _ARCH_SHARED_LATENCY.get(arch, 25.0), f"shared latency ({arch} microbenchmarks)")
     launch = get("launch_overhead_s", _LAUNCH_OVERHEAD_S, "launch overhead")
     dlat = get("dram_latency_cycles", 2.3 * lat, "DRAM latency (2.3 x the L2 latency)")
+    # a reduction reads and writes its sector in the L2: half the L2's bandwidth where it was not measured
+    red = get("l2_reduction_bytes_per_s", l2 / 2.0, "L2 float reductions (half the L2 bandwidth: read and write)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
                  lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
-                 max(dlat, lat))
+                 max(dlat, lat), red)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -923,10 +944,14 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     fr = np.array([_l1_shared_fractions(x, y, r.sms, z) for x, y, z in rows]).reshape(-1, 2)[inv]
     l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
     # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
-    # whole sectors, with ECC on HBM parts): two sector accesses instead of one. So does an atomic add
-    # (split-K: every slice adds its partial tile into C at the L2).
-    partial = ((4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0) | (S > 1)
-    l2_time_bytes = l2_bytes + np.where(partial, 32.0 * pa.store_sectors * blocks, 0.0)
+    # whole sectors, with ECC on HBM parts): two sector accesses instead of one. An atomic add (split-K: every
+    # slice adds its partial tile into C at the L2) is a reduction in the L2, at the rate the GPU reduces float
+    # sectors ([timing].l2_reduction_bytes_per_s: microbenchmarked with the epilogue's own pattern, lanes four
+    # floats apart; half the L2 bandwidth where not measured).
+    reduce = S > 1
+    partial = ((4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0) & ~reduce
+    c_sector_bytes = 32.0 * pa.store_sectors * blocks
+    l2_time_bytes = l2_bytes + np.where(partial, c_sector_bytes, 0.0) - np.where(reduce, c_sector_bytes, 0.0)
     wave = r.sms * bps
     # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
     # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
@@ -934,7 +959,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), live, pa.swizzle)
     waves = -(-blocks // wave)
     dram_bytes = dram_reads + dram_writes
-    t_l2 = l2_time_bytes / r.l2_bytes_per_s
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s + np.where(reduce, c_sector_bytes / r.l2_reduction_bytes_per_s, 0.0)
     t_dram = dram_bytes / r.dram_bytes_per_s
     # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
     # operation): one more launch, and C's bytes written through the L2.
@@ -959,8 +984,10 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
 
     # The blocks of one round start (and so end) together on every SM: their C stores reach the L2 at the
-    # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them.
-    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / r.l2_bytes_per_s * r.clock_hz
+    # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them (to reduce
+    # them, with split-K).
+    c_rate = np.where(reduce, r.l2_reduction_bytes_per_s, r.l2_bytes_per_s)
+    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / c_rate * r.clock_hz
 
     def once(bb):
         return pro + bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines),

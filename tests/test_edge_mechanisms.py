@@ -97,3 +97,58 @@ def test_a_barrier_loop_waits_for_dram_when_one_operand_streams() -> None:
     lg = r["latency_cycles"]
     t = H200.timing
     assert lg[0] > lg[1] + 0.4 * (t["dram_latency_cycles"] - t["l2_latency_cycles"])
+
+
+# --- the order of the asynchronous copies, and split-K's reductions (eighth session) ---------------------------------
+
+CLUSTERED = KernelConfig.parse("11:BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=1")
+
+
+def _evaluate(cfg, size, **changes):
+    from dataclasses import replace
+    from model import timing
+    (pa,), _ = timing._arrays_for(H200, [cfg], None)
+    pa = replace(pa, **{k: np.asarray(v, dtype=np.float64) for k, v in changes.items()})
+    return timing.evaluate(H200, pa, *size)
+
+
+def test_a_cluster_of_copies_is_charged_its_simulated_queue_and_nothing_else_is() -> None:
+    from model.facts import facts_for
+    f = facts_for(CLUSTERED, "sm_90")
+    q_sim, q_issue, q_pipe = f.queue_cycles
+    assert f.per_iteration_all_widths("LDGSTS") > 0 and q_sim > max(q_issue, q_pipe)
+    size = (4096, 4096, 4096)
+    with_queue = float(_evaluate(CLUSTERED, size)["time_s"][0])
+    without = float(_evaluate(CLUSTERED, size, queue=np.zeros((1, 3)))["time_s"][0])
+    no_copies = float(_evaluate(CLUSTERED, size, copies=np.zeros(1))["time_s"][0])
+    assert with_queue > 1.01 * without          # the simulated queue costs this loop over a percent at 4096^3
+    assert no_copies == pytest.approx(without)  # a loop without copies is not charged the order
+
+
+def test_split_k_reductions_run_at_the_measured_reduction_rate() -> None:
+    from dataclasses import replace
+    from model import timing
+    cfg = KernelConfig.parse("11:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8")
+    size = (512, 512, 16384)
+    r = timing.rates(H200)
+    assert r.l2_reduction_bytes_per_s == pytest.approx(3.358e12, rel=1e-3)     # gpus/h200.toml, microbenchmarked
+    base = float(predict_rows(H200, [cfg], [size])["time_s"][0])
+    (pa,), _ = timing._arrays_for(H200, [cfg], None)
+    sectors = float(pa.store_sectors[0]) * 4 * 4 * 16          # C's sector requests: 16 blocks x 16 slices
+    slower = replace(r, l2_reduction_bytes_per_s=r.l2_reduction_bytes_per_s / 2)
+    import unittest.mock as um
+    with um.patch.object(timing, "rates", lambda gpu: slower):
+        t = float(predict_rows(H200, [cfg], [size])["time_s"][0])
+    # half the rate: the round's epilogue floor (all blocks reduce at once) doubles, at least 32 B x sectors / rate
+    assert t - base >= 0.9 * 32 * sectors / r.l2_reduction_bytes_per_s
+    one = KernelConfig.parse(cfg.key.replace("SPLITK=16", "SPLITK=1"))
+    with um.patch.object(timing, "rates", lambda gpu: slower):
+        t1 = float(predict_rows(H200, [one], [(512, 512, 4096)])["time_s"][0])
+    assert t1 == pytest.approx(float(predict_rows(H200, [one], [(512, 512, 4096)])["time_s"][0]))  # no split-K: unused
+
+
+def test_a_gpu_without_a_measured_reduction_rate_reduces_at_half_its_l2_bandwidth() -> None:
+    from model import timing
+    r = timing.rates(load_gpu("rtxa6000"))
+    assert r.l2_reduction_bytes_per_s == pytest.approx(r.l2_bytes_per_s / 2)
+    assert any("reductions" in n for n in r.notes)

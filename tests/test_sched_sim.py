@@ -53,3 +53,63 @@ def test_a_barrier_waits_for_the_block():
         simulate(loop, 0)
     with pytest.raises(ValueError):
         simulate([], 1)
+
+
+# --- the loop_queue fact (the order of the copies at the pipe) -----------------------------------------------------
+
+def _copies_then_compute(spread: bool) -> list:
+    """Eight 16-byte copies (4 wavefronts each) and four shared loads feeding 64 FFMAs: the copies in one cluster at
+    the top, or one copy every 8 FFMAs."""
+    copies = [I("LDGSTS.E.BYPASS.128", f"[R2+{512 * i}], desc[UR4][R8.64]") for i in range(8)]
+    loads = [I("LDS.128", f"R{20 + 4 * i}, [R1+{16 * i}]") for i in range(4)]
+    ffmas = [I("FFMA", f"R{40 + i % 16}, R{20 + i % 16}, R5, R{40 + i % 16}") for i in range(64)]
+    if not spread:
+        return copies + loads + ffmas
+    body = list(loads)
+    for j in range(8):
+        body += [copies[j]] + ffmas[8 * j: 8 * j + 8]
+    return body
+
+
+def test_a_cluster_of_copies_costs_more_than_the_same_copies_spread():
+    from tools.sched_sim import queue_excess
+    clustered = queue_excess(_copies_then_compute(False), 2, 2)
+    spread = queue_excess(_copies_then_compute(True), 2, 2)
+    for q in (clustered, spread):
+        assert q["cycles"] == pytest.approx(max(0.0, q["simulated"] - max(q["issue_bound"], q["pipe_bound"])))
+        assert q["pipe_bound"] == pytest.approx(4.0 * 2 * (8 * 4 + 4 * 4))     # two warps' wavefronts x 4 cycles
+    assert clustered["simulated"] > spread["simulated"]
+    assert clustered["cycles"] > spread["cycles"]
+
+
+def test_pipe_scale_maps_the_sass_wavefronts_onto_the_simulated_ones():
+    from tools.sched_sim import pipe_scale
+    loop = _copies_then_compute(False)        # 16 LDS wavefronts, 32 copy wavefronts (conflict-free, no broadcast)
+    sc = pipe_scale(loop, lds_wavefronts=8.0, sts_wavefronts=32.0)
+    assert sc == {"LDS": 0.5, "STS": 1.0, "LDGSTS": 1.0}
+    half = simulate(loop, 2, 2, pipe=4.0, scale=sc)
+    assert half < simulate(loop, 2, 2, pipe=4.0)      # half the shared-load wavefronts: a shorter queue
+    assert pipe_scale(FFMAS, 1.0, 1.0) == {"LDS": 1.0, "STS": 1.0, "LDGSTS": 1.0}
+
+
+def test_merge_keeps_only_rows_of_the_shipped_steady_path(tmp_path, monkeypatch):
+    import json
+    from tools import compiler_facts as cf
+    from tools import sched_sim as ss
+    import model.facts as mf
+    key = "11:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=1,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=1"
+    shipped = cf.read_cache(mf.FACTS_DIR / "sm_90.json")["sm_90"][key]
+    facts_dir = tmp_path / "facts"
+    facts_dir.mkdir()
+    cf.write_facts(facts_dir / "sm_90.json", {"sm_90": {key: shipped}}, merge=False)
+    monkeypatch.setattr(mf, "FACTS_DIR", facts_dir)
+    q = dict(shipped["loop_queue"])
+    rows = [{"key": key, "arch": "sm_90", "loop_queue": {**q, "path_instructions": 1}},   # another compile: refused
+            {"key": "11:nope", "arch": "sm_90", "loop_queue": q},                         # not shipped: refused
+            {"key": key, "arch": "sm_90", "error": "FactsError: x"}]                      # failed: refused
+    f = tmp_path / "q.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ss.merge_queue([f]) == 0
+    f.write_text(json.dumps({"key": key, "arch": "sm_90", "loop_queue": {**q, "cycles": [7.0, 7.0]}}) + "\n")
+    assert ss.merge_queue([f]) == 1
+    assert cf.read_cache(facts_dir / "sm_90.json")["sm_90"][key]["loop_queue"]["cycles"] == [7.0, 7.0]
