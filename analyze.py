@@ -93,7 +93,7 @@ def _registers_for(model: str, gpu, cfg, regs):
 
 
 def cmd_predict(args) -> int:
-    from model.registry import classic_configs, validate
+    from model.registry import classic_configs, validate, violations
     gpu = _gpu(args.gpu)
     M, N, K = args.size
     if args.regs is not None and not args.config:
@@ -107,7 +107,12 @@ def cmd_predict(args) -> int:
                 raise BadInput("rung 00 (cuBLAS) is measured, not modelled; name a rung 01-06")
             validate(c, gpu)
     else:
-        cfgs = [c for c in classic_configs() if c.rung != 0]
+        from model.registry import is_valid
+        every = [c for c in classic_configs() if c.rung != 0]
+        cfgs = [c for c in every if is_valid(c, gpu)]
+        for c in every:
+            if c not in cfgs:       # e.g. rung 12's vector reductions on a GPU before Hopper
+                print(f"note: {c.label} does not run on {gpu.name}: {violations(c, gpu)[0][0].why}", file=sys.stderr)
     for c in cfgs:
         check_problem(gpu, M, N, K, c)
     from model.report import prediction_table, prediction_text

@@ -53,7 +53,7 @@ class Rung:
 
 
 KERNEL_SUFFIX = {1: "naive", 2: "smem", 3: "reg1d", 4: "reg2d", 5: "float4", 6: "dbuf", 7: "warptile", 8: "async",
-                 9: "bank", 10: "lean", 11: "steady"}
+                 9: "bank", 10: "lean", 11: "steady", 12: "vred"}
 
 _REG = ("BM", "BN", "BK", "TM", "TN")
 # Warp tiling (rungs 07, 08): block tile, warp tile, WNITER sub-tiles along N per warp, the TM x TN step of a
@@ -76,6 +76,9 @@ _LEAN_CLASSIC = {"BM": 128, "BN": 256, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2,
 # sweep, 2026-12-01: 49.9 TFLOP/s at 4096^3, 97.2 % of cuBLAS in the same run)
 _STEADY_CLASSIC = {"BM": 128, "BN": 128, "BK": 16, "WM": 64, "WN": 64, "WNITER": 2, "TM": 8, "TN": 4,
                    "SWZ": 1, "SPLITK": 1}
+# rung 12's classic: rung 11's fastest config at 512 x 512 x 16384 (split-K 16: reduce and reduce2 sweeps, 2026-12-01)
+_VRED_CLASSIC = {"BM": 128, "BN": 128, "BK": 8, "WM": 64, "WN": 64, "WNITER": 2, "TM": 4, "TN": 4,
+                 "SWZ": 1, "SPLITK": 16, "STAGES": 3, "SPREAD": 8}
 ASYNC_MIN_CC = 8   # cp.async: compute capability 8.0 (Ampere) and newer
 
 RUNGS: dict[int, Rung] = {
@@ -144,6 +147,11 @@ RUNGS: dict[int, Rung] = {
              "needs a check, and only in the last STAGES-1 tiles; shared destinations are immediates. A copy is "
              "an address add and the LDGSTS. SPREAD: the copies of the next tile spread over the first SPREAD "
              "of the BK steps (1: one group after the barrier; BK: rung 10's schedule)."),
+        Rung(12, "vector_reduce", "vector reductions", _WARP + ("STAGES", "SPREAD"),
+             (_VRED_CLASSIC,),
+             "#393b79",
+             "Rung 11 whose split-K slices add their partial tiles into C with 16-byte vector reductions "
+             "(atomicAdd of a float4, sm_90+): a quarter of the L2's reduction requests. Split-K only (SPLITK >= 2)."),
     )
 }
 
@@ -295,7 +303,9 @@ class Geometry:
     (column c at c ^ 1), the register-bank-aware layout of rung 09; ``b_element_fallback``: off the vector path
     (N % 4 != 0), B is copied element by element with a warp on 32 consecutive floats (rung 10), not as the
     four floats of each thread's float4 (rung 08); ``clamped_copies``: rows of A beyond M and columns of B
-    beyond N are copied from the matrix's last row (column group) instead of zero-filled (rung 11).
+    beyond N are copied from the matrix's last row (column group) instead of zero-filled (rung 11);
+    ``vector_reduction``: split-K slices add each float4 of C (on its vector path) with one 16-byte reduction
+    (rung 12), not four scalar atomics.
     """
 
     BM: int
@@ -319,6 +329,7 @@ class Geometry:
     b_pair_swap: bool = False
     b_element_fallback: bool = False
     clamped_copies: bool = False
+    vector_reduction: bool = False
 
     @property
     def smem_bytes(self) -> int:
@@ -353,11 +364,13 @@ def geometry(cfg: KernelConfig) -> Geometry:
                     stages * (bm * bk + bk * bn) * BYTES_PER_ELEMENT, stages, True)
 
 
-WARP_TILED = (7, 8, 9, 10, 11)
-ASYNC_RUNGS = (8, 9, 10, 11)     # tiles copied by cp.async
-CLAMPED_COPIES = (11,)        # rows/columns beyond the matrix copied clamped into it, not zero-filled
+WARP_TILED = (7, 8, 9, 10, 11, 12)
+ASYNC_RUNGS = (8, 9, 10, 11, 12)     # tiles copied by cp.async
+CLAMPED_COPIES = (11, 12)     # rows/columns beyond the matrix copied clamped into it, not zero-filled
+VECTOR_REDUCTION = (12,)      # split-K slices add float4s of C with one 16-byte reduction (sm_90+)
+VECTOR_REDUCTION_MIN_CC = 9   # atomicAdd of a float4 in global memory: compute capability 9.0 and newer
 PAIR_SWAPPED_B = (9,)         # B stored pair-swapped in shared memory by 4-byte copies (rung 09)
-ELEMENT_FALLBACK_B = (10, 11)  # off B's vector path, one 4-byte copy per element, a warp on 32 consecutive floats
+ELEMENT_FALLBACK_B = (10, 11, 12)  # off B's vector path, one 4-byte copy per element, a warp on 32 consecutive floats
 A_ROW_PAD = 4   # rungs 07/08: AsT rows of BM + 4 floats (16-byte aligned, conflict-free transposed stores)
 
 
@@ -380,7 +393,7 @@ def _warp_geometry(cfg: KernelConfig) -> Geometry:
                     warp_tile=(p["WM"], p["WN"]), warp_iters=(wmi, wni), thread_step=(p["TM"], p["TN"]),
                     swizzle_group=p["SWZ"], split_k=p["SPLITK"], async_copy=cfg.rung in ASYNC_RUNGS, a_row_pad=A_ROW_PAD,
                     b_pair_swap=cfg.rung in PAIR_SWAPPED_B, b_element_fallback=cfg.rung in ELEMENT_FALLBACK_B,
-                    clamped_copies=cfg.rung in CLAMPED_COPIES)
+                    clamped_copies=cfg.rung in CLAMPED_COPIES, vector_reduction=cfg.rung in VECTOR_REDUCTION)
 
 
 def grid(cfg: KernelConfig, M: int, N: int) -> tuple[int, int, int]:
@@ -466,7 +479,7 @@ class Rule:
     limit: str          # name of the limit, reported in ConfigError.limit
     expr: str           # Python expression that must hold
     why: str            # one line: what breaks otherwise
-    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+    rungs: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
     needs_gpu: bool = False
 
 
@@ -492,8 +505,13 @@ RULES: tuple[Rule, ...] = (
     Rule("pipeline_stages", "2 <= STAGES <= 4", "the cp.async pipeline has 2, 3 or 4 shared-memory stages",
          rungs=ASYNC_RUNGS),
     Rule("async_copy_arch", f"gpu.cc_major >= {ASYNC_MIN_CC}",
-         "cp.async (rungs 08-11) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
+         "cp.async (rungs 08-12) needs compute capability 8.0 or newer (Ampere and later)", rungs=ASYNC_RUNGS,
          needs_gpu=True),
+    Rule("vector_reduction_arch", f"gpu.cc_major >= {VECTOR_REDUCTION_MIN_CC}",
+         "vector reductions (rung 12: atomicAdd of a float4) need compute capability 9.0 or newer (Hopper)",
+         rungs=VECTOR_REDUCTION, needs_gpu=True),
+    Rule("split_k_only", "SPLITK >= 2", "rung 12 changes only split-K's reductions: without split-K it is rung 11",
+         rungs=VECTOR_REDUCTION),
     Rule("uniform_copies", "(BM * BK) % threads == 0 and (BK * BN // 4) % threads == 0",
          "every thread issues the same number of A and B copies per tile (BM*BK and BK*BN/4 multiples of the "
          "threads), so that no copy needs a bound for lying beyond the tile", rungs=CLAMPED_COPIES),

@@ -842,7 +842,8 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
       are read from the matrix's last row (column group), not zero-filled: only K bounds a copy.
     * Out-of-range elements: rung 07 predicates them off (zero in registers); rung 08 copies with
       src-size 0 (zero-fill): no global sector is touched, the shared store still happens.
-    * C: as rung 06 (STG.128 / guarded scalars); with SPLITK > 1 scalar atomic adds (RED) of every element,
+    * C: as rung 06 (STG.128 / guarded scalars); with SPLITK > 1 scalar atomic adds (RED) of every element
+      (rung 12, ``vector_reduction``: one 16-byte reduction per float4 on the vector path, as the STG.128),
       once per non-empty K slice (``c_store_repeats``).
     * Barriers per warp: rung 07 ``T_slice + 1`` (prologue + one per tile), rung 08 ``T_slice``; counted
       per K slice.
@@ -963,12 +964,13 @@ def _warp_tiled(cfg: KernelConfig, M: int, N: int, K: int, plan: LoadPlan | None
     crow, ccol = (wr * WM + tr * TM)[None] + i, (wc * WN + tc * TN)[None] + j
     creal = np.broadcast_to(real[None], crow.shape)
     split = g.split_k > 1
+    vec_ok = (not split) or g.vector_reduction      # rung 12: split-K adds a float4 with one 16-byte reduction
 
     def c_vec_fn(rv, cv, kv):
-        return crow * N + ccol, creal & (crow < rv) & (not split) & c_vec & (ccol + 3 < cv)
+        return crow * N + ccol, creal & (crow < rv) & vec_ok & c_vec & (ccol + 3 < cv)
 
     def c_sc_fn(rv, cv, kv):
-        vec = (not split) & c_vec & (ccol + 3 < cv)
+        vec = vec_ok & c_vec & (ccol + 3 < cv)
         off = (crow * N + ccol)[:, None, :] + e4[None, :, None]
         act = (creal & (crow < rv) & ~vec)[:, None, :] & ((ccol[:, None, :] + e4[None, :, None]) < cv)
         return off.reshape(-1, tpad), act.reshape(-1, tpad)

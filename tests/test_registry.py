@@ -55,15 +55,16 @@ def limit_of(cfg: KernelConfig, gpu=None) -> str:
 
 
 def test_ladder_numbers_and_names() -> None:
-    assert sorted(RUNGS) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
-    assert [RUNGS[i].slug for i in range(12)] == [
+    assert sorted(RUNGS) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert [RUNGS[i].slug for i in range(13)] == [
         "cublas", "naive", "smem_tiling", "reg1d", "reg2d", "float4", "double_buffer", "warptile",
-        "async_pipeline", "bank_aware", "lean_pipeline", "steady_loop"]
+        "async_pipeline", "bank_aware", "lean_pipeline", "steady_loop", "vector_reduce"]
     assert RUNGS[7].file == "07_warptile.cu" and RUNGS[7].kernel == "sgemm_07_warptile"
     assert RUNGS[8].file == "08_async_pipeline.cu" and RUNGS[8].kernel == "sgemm_08_async"
     assert RUNGS[9].file == "09_bank_aware.cu" and RUNGS[9].kernel == "sgemm_09_bank"
     assert RUNGS[10].file == "10_lean_pipeline.cu" and RUNGS[10].kernel == "sgemm_10_lean"
     assert RUNGS[11].file == "11_steady_loop.cu" and RUNGS[11].kernel == "sgemm_11_steady"
+    assert RUNGS[12].file == "12_vector_reduce.cu" and RUNGS[12].kernel == "sgemm_12_vred"
     assert RUNGS[0].file is None and RUNGS[0].kernel is None
     assert RUNGS[4].file == "04_reg2d.cu" and RUNGS[4].kernel == "sgemm_04_reg2d"
     assert RUNGS[6].file == "06_double_buffer.cu" and RUNGS[6].kernel == "sgemm_06_dbuf"
@@ -81,7 +82,7 @@ def test_rung_lookup_by_kernel_suffix() -> None:
     assert rung("cublas").number == 0
 
 
-@pytest.mark.parametrize("name", [12, -1, "12", "nope", ""])
+@pytest.mark.parametrize("name", [13, -1, "13", "nope", ""])
 def test_unknown_rung(name) -> None:
     with pytest.raises(ConfigError) as ei:
         rung(name)
@@ -428,9 +429,9 @@ def test_validate_size_ok() -> None:
 
 def test_classic_configs() -> None:
     cs = classic_configs()
-    # 1 cuBLAS + 3 naive + 3 smem + 1 each for rungs 03..06 + 2 warp tiling + 1 each for rungs 08..11 = 17,
+    # 1 cuBLAS + 3 naive + 3 smem + 1 each for rungs 03..06 + 2 warp tiling + 1 each for rungs 08..12 = 18,
     # in ladder order
-    assert len(cs) == 17
+    assert len(cs) == 18
     assert [c.rung for c in cs] == sorted(c.rung for c in cs)
     assert [c.key for c in classic_configs([4, 5])] == [
         "04:BM=128,BN=128,BK=8,TM=8,TN=8", "05:BM=128,BN=128,BK=8,TM=8,TN=8"]
@@ -440,6 +441,9 @@ def test_classic_configs() -> None:
 def test_classic_configs_valid_on_every_gpu(key: str) -> None:
     g = load_gpu(key)
     for c in classic_configs():
+        if c.rung == 12 and g.cc_major < 9:      # vector reductions: Hopper and newer
+            assert [v[0].limit for v in violations(c, g)] == ["vector_reduction_arch"], c.label
+            continue
         assert violations(c, g) == [], c.label
 
 

@@ -367,19 +367,21 @@ def test_invariants_at_2048(cfg):
     assert c.ffma_thread == n ** 3                       # no padding: every FFMA is useful
     assert c.unique_dram_bytes_min == 3 * n * n * 4
     assert c.gld_requests <= c.gld_sectors <= 32 * c.gld_requests
-    # C is written exactly once: 4 MiB*4 bytes of stores, at best 16 MiB / 32 B sectors
-    assert c.global_store_bytes_requested == n * n * 4
-    assert c.gst_sectors >= n * n * 4 // 32
+    # C is written exactly once per K slice (rung 12's classic is split-K: each slice adds its tile into C),
+    # 16 MiB of stores, at best 16 MiB / 32 B sectors, per slice
+    S = g.split_k
+    assert c.global_store_bytes_requested == n * n * 4 * S
+    assert c.gst_sectors >= n * n * 4 // 32 * S
     # per-block-iteration counts scale to the totals (no edges, no residues at 2048)
     it = c.per_block_iteration
     tiles = c.blocks * c.k_iterations
     assert it.gld_requests * tiles == c.gld_requests and it.gld_sectors * tiles == c.gld_sectors
     assert it.lds_wavefronts * tiles == c.lds_wavefronts and it.sts_instructions * tiles == c.sts_instructions
-    assert it.ffma_thread * tiles == c.ffma_thread and it.gst_sectors * c.blocks == c.gst_sectors
+    assert it.ffma_thread * tiles == c.ffma_thread and it.gst_sectors * c.blocks * S == c.gst_sectors
     assert it.warps == math.ceil(g.threads / 32) == c.warps_per_block
     # barriers: two per K tile (rungs 02-05), one per tile plus the prologue's (rung 06)
     T_ = c.k_iterations
-    per_warp = {1: 0, 6: T_ + 1, 7: T_ + 1, 8: T_, 9: T_, 10: T_, 11: T_}.get(cfg.rung, 2 * T_)
+    per_warp = {1: 0, 6: T_ + 1, 7: T_ + 1, 8: T_, 9: T_, 10: T_, 11: T_, 12: T_}.get(cfg.rung, 2 * T_)
     assert c.bar_warp == c.blocks * c.warps_per_block * per_warp
 
 

@@ -97,6 +97,11 @@ RUNGS = {
            + [(128, 128, 8, 64, 64, 2, 4, 4, 8, 1, 4, 1), (128, 128, 8, 64, 64, 2, 4, 4, 8, 1, 4, 8),
               (128, 256, 8, 64, 64, 2, 4, 4, 1, 1, 3, 1), (64, 64, 8, 64, 64, 2, 4, 4, 2, 2, 4, 3),
               (128, 128, 8, 64, 64, 2, 4, 4, 1, 3, 2, 1)]),
+    # rung 11's split-K configs (the only ones rung 12 admits), its fastest at 512 x 512 x 16384 (split-K 16)
+    "12": ("12_vector_reduce.cu", "sgemm_12_vred",
+           [c[:9] + (2,) + (3, 1) for c in R78 if (c[0] * c[2]) % _nt(c) == 0 and (c[2] * c[1] // 4) % _nt(c) == 0][:4]
+           + [(128, 128, 8, 64, 64, 2, 4, 4, 1, 16, 3, 8), (128, 128, 8, 64, 64, 2, 4, 4, 8, 3, 4, 1),
+              (64, 64, 8, 64, 64, 2, 4, 4, 2, 2, 4, 3), (128, 128, 8, 64, 64, 2, 4, 4, 1, 3, 2, 1)]),
 }
 
 PRELUDE = r"""
@@ -123,6 +128,9 @@ static inline float4 make_float4(float x, float y, float z, float w) { float4 v{
 static inline int min(int a, int b) { return a < b ? a : b; }
 // blocks run one after another: a plain read-modify-write is an exact atomicAdd here
 static inline float atomicAdd(float* p, float v) { float o = *p; *p = o + v; return o; }
+static inline float4 atomicAdd(float4* p, float4 v) {   // sm_90's vector reduction (rung 12)
+    float4 o = *p; p->x += v.x; p->y += v.y; p->z += v.z; p->w += v.w; return o;
+}
 
 // ---- cp.async emulation (rung 08). CP_ASYNC_AT_WAIT = 0: copy when issued; 1: copy when the
 // wait_group that retires the group runs (the latest moment the hardware may complete it).
@@ -161,6 +169,12 @@ static inline void sgemm_10_cp4(float* dst, const float* src, int n) { cp_issue(
 static inline void sgemm_10_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
 static inline void sgemm_10_commit() { cp_commit(); }
 template <int PENDING> static inline void sgemm_10_wait() { cp_wait<PENDING>(); }
+static inline void sgemm_12_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
+static inline void sgemm_12_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
+static inline void sgemm_12_cp4_full(float* dst, const float* src) { cp_issue(dst, src, 4, 4); }
+static inline void sgemm_12_cp16_full(float* dst, const float* src) { cp_issue(dst, src, 16, 16); }
+static inline void sgemm_12_commit() { cp_commit(); }
+template <int PENDING> static inline void sgemm_12_wait() { cp_wait<PENDING>(); }
 static inline void sgemm_11_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
 static inline void sgemm_11_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
 static inline void sgemm_11_cp4_full(float* dst, const float* src) { cp_issue(dst, src, 4, 4); }
@@ -287,7 +301,7 @@ def shapes_for(rung, cfg):
     else:
         bm, bn, bk = cfg[0], cfg[1], cfg[2]
     extra = []
-    if rung in ("07", "08", "09", "10", "11"):
+    if rung in ("07", "08", "09", "10", "11", "12"):
         extra = [(3 * bm + 1, 2 * bn + 1, bk),       # 4 block rows: a partial swizzle group
                  (bm + 5, bn - 3, 7 * bk + 5),       # K over several slices, tails
                  (2 * bm, bn, 2 * bk - 4)]           # K%4 = 0 tail
@@ -318,9 +332,9 @@ def launch_geometry(rung, cfg, M, N, K):
                ("cdiv(%d,%d)" % (M, bx), "cdiv(%d,%d)" % (N, by))
         return grid, (bx, by), 0
     bm, bn, bk = cfg[:3]
-    if rung in ("07", "08", "09", "10", "11"):
+    if rung in ("07", "08", "09", "10", "11", "12"):
         nt = _nt(cfg)
-        stages = cfg[10] if rung in ("08", "09", "10", "11") else 2
+        stages = cfg[10] if rung in ("08", "09", "10", "11", "12") else 2
         dyn = stages * (bk * (bm + 4) + bk * bn) * 4
         return ("cdiv(%d,%d)*cdiv(%d,%d)" % (M, bm, N, bn), "1", str(cfg[9])), (nt, 1), dyn
     grid = ("cdiv(%d,%d)" % (N, bn), "cdiv(%d,%d)" % (M, bm))
@@ -347,7 +361,7 @@ def build_source(rung, cp_at_wait=0):
             for off in offs:
                 geo = launch_geometry(rung, cfg, M, N, K)
                 (gx, gy, gz), (bx, by), dyn = (geo[0] + ("1",))[:3], geo[1], geo[2]
-                zero_c = int(rung in ("07", "08", "09", "10", "11") and cfg[9] > 1)
+                zero_c = int(rung in ("07", "08", "09", "10", "11", "12") and cfg[9] > 1)
                 body.append(
                     '  { dim3 g; g.x=%s; g.y=%s; g.z=%s; dim3 b; b.x=%d; b.y=%d; '
                     'test("%s", &%s, g, b, %d, %d, %d, %d, %d, %d); }'
@@ -376,7 +390,7 @@ def main():
     td = args.keep or tempfile.mkdtemp(prefix="gemmscope_emu_")
     os.makedirs(td, exist_ok=True)
     for rung in rungs:
-        modes = [(0, "issue"), (1, "wait")] if rung in ("08", "09", "10", "11") else [(0, "")]
+        modes = [(0, "issue"), (1, "wait")] if rung in ("08", "09", "10", "11", "12") else [(0, "")]
         for at_wait, mode in modes:
             tag = rung + ("_" + mode if mode else "")
             src = build_source(rung, at_wait)

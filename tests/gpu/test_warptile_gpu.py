@@ -1,6 +1,6 @@
-"""Real-GPU tests of rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands), 10 (branch-free pipeline)
-and 11 (predicate-free steady loop), with the block swizzle and split-K
-(skipped, with the reason, without cupy or a CUDA GPU; rungs 08-11 also below compute capability 8.0).
+"""Real-GPU tests of rungs 07 (warp tiling), 08 (cp.async pipeline), 09 (bank-aware operands), 10 (branch-free pipeline),
+11 (predicate-free steady loop) and 12 (vector reductions), with the block swizzle and split-K
+(skipped, with the reason, without cupy or a CUDA GPU; rungs 08-12 also below compute capability 8.0, rung 12 below 9.0).
 
 Every config is checked against a float64 reference at awkward sizes (1x1x1, primes, sizes below one tile,
 K not a multiple of 4, K shorter than the split-K slices, 512^3), with 16-byte-misaligned A, B and C
@@ -40,6 +40,9 @@ KEYS = [
     "11:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=8,SPLITK=1,STAGES=4,SPREAD=1",
     "11:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=16",
     "11:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=2,TM=4,TN=4,SWZ=3,SPLITK=8,STAGES=2,SPREAD=3",
+    "12:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8",
+    "12:BM=64,BN=64,BK=16,WM=32,WN=32,WNITER=2,TM=4,TN=4,SWZ=3,SPLITK=2,STAGES=2,SPREAD=3",
+    "12:BM=128,BN=128,BK=16,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=8,SPLITK=3,STAGES=4,SPREAD=16",
 ]
 CONFIGS = [KernelConfig.parse(k) for k in KEYS]
 FAST = {"reps": 10, "warmup": 1, "max_config_s": 0.5}
@@ -87,7 +90,7 @@ def _skip_unsupported(cfg, spec) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.key)
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.label.replace(" ", "_"))
 def test_warptile_config_is_correct(cfg, size, spec, compiled, problems) -> None:
     from gpu import run_config
     _skip_unsupported(cfg, spec)
@@ -113,7 +116,7 @@ def _misaligned(problem):
 
 
 @pytest.mark.parametrize("size", [(256, 256, 256), (129, 132, 68), (512, 512, 2048)], ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.key)
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.label.replace(" ", "_"))
 def test_misaligned_pointers_fall_back(cfg, size, spec, compiled, problems) -> None:
     from gpu import run_config
     _skip_unsupported(cfg, spec)
@@ -123,7 +126,7 @@ def test_misaligned_pointers_fall_back(cfg, size, spec, compiled, problems) -> N
     assert m.status == "ok", f"{cfg.label} misaligned at {size}: {m.status}: {m.reason}"
 
 
-@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.key)
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.label.replace(" ", "_"))
 def test_model_occupancy_equals_driver(cfg, spec, compiled) -> None:
     from gpu import compile_config
     from gpu.launcher import occupancy_pair
@@ -157,7 +160,18 @@ def test_rungs_08_to_11_refused_below_sm80(spec) -> None:
     from model.errors import ConfigError
     from model.registry import validate
     old = dataclasses.replace(spec, cc_major=7, cc_minor=5)
-    for c in (CONFIGS[6], CONFIGS[-4], CONFIGS[-1]):
+    for c in (CONFIGS[6], CONFIGS[-7], CONFIGS[-4]):
         with pytest.raises(ConfigError) as ei:
             validate(c, old)
         assert ei.value.limit == "async_copy_arch"
+
+
+def test_rung_12_refused_below_sm90(spec) -> None:
+    import dataclasses
+
+    from model.errors import ConfigError
+    from model.registry import validate
+    ampere = dataclasses.replace(spec, cc_major=8, cc_minor=6)
+    with pytest.raises(ConfigError) as ei:
+        validate(CONFIGS[-1], ampere)
+    assert ei.value.limit == "vector_reduction_arch"
