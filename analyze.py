@@ -110,11 +110,12 @@ def cmd_predict(args) -> int:
         from model.registry import is_valid
         every = [c for c in classic_configs() if c.rung != 0]
         cfgs = [c for c in every if is_valid(c, gpu)]
+    for c in cfgs:
+        check_problem(gpu, M, N, K, c)
+    if not args.config:
         for c in every:
             if c not in cfgs:       # e.g. rung 12's vector reductions on a GPU before Hopper
                 print(f"note: {c.label} does not run on {gpu.name}: {violations(c, gpu)[0][0].why}", file=sys.stderr)
-    for c in cfgs:
-        check_problem(gpu, M, N, K, c)
     from model.report import prediction_table, prediction_text
     predict = _predictor(args.model)
     if args.config:

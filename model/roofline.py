@@ -108,6 +108,7 @@ class ConfigArrays:
     threads: np.ndarray
     smem_bytes: np.ndarray
     registers: np.ndarray   # registers per thread; an estimate where the compiler's figure is unknown
+    split_k: np.ndarray | None = None   # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
 
     @classmethod
     def from_configs(cls, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None = None) -> "ConfigArrays":
@@ -117,7 +118,7 @@ class ConfigArrays:
         col = lambda f: np.array([f(g) for g in geos], dtype=np.int64)  # noqa: E731
         return cls(np.array([c.rung for c in cfgs], dtype=np.int64), col(lambda g: g.BM), col(lambda g: g.BN),
                    col(lambda g: g.BK), col(lambda g: g.TM), col(lambda g: g.TN), col(lambda g: g.threads),
-                   col(lambda g: g.smem_bytes), np.array(regs, dtype=np.int64))
+                   col(lambda g: g.smem_bytes), np.array(regs, dtype=np.int64), col(lambda g: g.split_k))
 
 
 def _ceil_div(a, b):
@@ -133,12 +134,14 @@ def evaluate(gpu, cfg: ConfigArrays, M, N, K) -> dict[str, np.ndarray]:
     K = np.asarray(K, dtype=np.int64)
     BM, BN, BK, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.TM, cfg.TN
     gm, gn, gk = _ceil_div(M, BM), _ceil_div(N, BN), _ceil_div(K, BK)
-    blocks = gm * gn
+    S = np.ones_like(BM) if cfg.split_k is None else np.maximum(cfg.split_k, 1)
+    gk_slice = _ceil_div(gk, S)                    # K tiles of one slice (split-K: S blocks per output tile)
+    blocks = gm * gn * _ceil_div(gk, np.maximum(gk_slice, 1))
     bps = blocks_per_sm_array(gpu, cfg.threads, cfg.registers, cfg.smem_bytes)
     sms = gpu.sm_count
     waves = _ceil_div(blocks, sms * np.maximum(bps, 1))
     flops = 2.0 * M * N * K
-    block_flops = 2.0 * BM * BN * gk * BK          # padded tiles are computed in full
+    block_flops = 2.0 * BM * BN * gk_slice * BK    # padded tiles are computed in full
     sm_rate = 2.0 * gpu.fp32_lanes_per_sm * gpu.boost_clock_hz
     t_fp32 = _ceil_div(blocks, sms) * block_flops / sm_rate
     # Global (tile-level) traffic: A is read once per block column, B once per block row, C written once.
@@ -151,7 +154,7 @@ def evaluate(gpu, cfg: ConfigArrays, M, N, K) -> dict[str, np.ndarray]:
     t_dram = dram_bytes / bw
     uses_smem = cfg.rung >= 2
     smem_read = BYTES_PER_ELEMENT * (gm * BM) * (gn * BN) * (gk * BK) * (1.0 / TM + 1.0 / TN)
-    smem_write = BYTES_PER_ELEMENT * blocks * gk * (BM * BK + BK * BN)
+    smem_write = BYTES_PER_ELEMENT * blocks * gk_slice * (BM * BK + BK * BN)
     smem_bytes = np.where(uses_smem, smem_read + smem_write, 0.0)
     smem_rate = sms * gpu.shared_banks * gpu.shared_bank_bytes * gpu.boost_clock_hz
     t_shared = smem_bytes / smem_rate
