@@ -142,8 +142,8 @@ class Facts:
     """The steady iteration's *ordering* cost at the shared-memory pipe (``tools.sched_sim.loop_queue``): one
     scheduler's warps simulated cycle by cycle over the steady path's SASS, with the SM's pipe serving the simulated
     accesses' wavefronts (``simulated``), the same warps with a free pipe (``issue_bound``) and the pipe's busy cycles
-    (``pipe_bound``), with ``blocks`` resident blocks per SM, per SASS iteration of ``tiles`` K tiles. The timing model
-    charges what ``simulated`` exceeds its own combination of the two bounds by. None: not simulated (no charge)."""
+    (``pipe_bound``), with ``blocks`` resident blocks per SM, per SASS loop iteration. The timing model charges what
+    ``simulated`` exceeds its own combination of the two bounds by. None: not simulated (no charge)."""
 
     @property
     def queue_cycles(self) -> tuple[float, float, float]:

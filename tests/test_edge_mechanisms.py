@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from model.counts import _lanes, exit_block_counts, exit_pattern, global_load_wavefronts
-from model.registry import KernelConfig, geometry
+from model.registry import KernelConfig, geometry, n_blocks
 from model.simulate import shared_wavefronts
 from model.spec import load_gpu
 from model.timing import predict_rows
@@ -134,7 +134,7 @@ def test_split_k_reductions_run_at_the_measured_reduction_rate() -> None:
     assert r.l2_reduction_bytes_per_s == pytest.approx(3.358e12, rel=1e-3)     # gpus/h200.toml, microbenchmarked
     base = float(predict_rows(H200, [cfg], [size])["time_s"][0])
     (pa,), _ = timing._arrays_for(H200, [cfg], None)
-    sectors = float(pa.store_sectors[0]) * 4 * 4 * 16          # C's sector requests: 16 blocks x 16 slices
+    sectors = float(pa.store_sectors[0]) * n_blocks(cfg, *size[:2])     # C's sector requests: every block's
     slower = replace(r, l2_reduction_bytes_per_s=r.l2_reduction_bytes_per_s / 2)
     import unittest.mock as um
     with um.patch.object(timing, "rates", lambda gpu: slower):

@@ -57,9 +57,10 @@ def _sizes(name: str) -> set:
 
 _ISSUE9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 1024), (16384, 2048, 2048),
            (512, 512, 16384)}
-_REPEATS = {"order2": "order", "vred": "reduce"}
-"""Sweeps that measure at another sweep's shapes again: order2 the same rows in another run, vred rung 12 at the
-shapes where reduce measured rung 11."""
+_SAME_ROWS = {"order2": "order"}
+"""Sweeps that measure another sweep's rows again in another run."""
+_REPEATS = {**_SAME_ROWS, "vred": "reduce"}
+"""Sweeps that measure at another sweep's shapes again (vred: rung 12 where reduce measured rung 11)."""
 _NEW_SHAPES = {
     # the validation edge sets 6-8: every shape checked new against every sweep before the set ran
     "edge_val6": None, "edge_val7": None, "edge_val8": None, "edge_val9": None,
@@ -90,7 +91,7 @@ def test_shapes_checked_new_are_in_no_other_sweep(sweep: str) -> None:
 
 
 def test_a_repeat_measures_exactly_its_sweeps_rows() -> None:
-    for again, first in {"order2": "order"}.items():
+    for again, first in _SAME_ROWS.items():
         assert {t.key for t in sw.load_sweep(again).tasks(H200)[0]} == {t.key for t in sw.load_sweep(first).tasks(H200)[0]}
 
 

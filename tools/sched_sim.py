@@ -136,22 +136,23 @@ loaded latency of a tile load, kept for comparison."""
 
 def queue_excess(instrs: Sequence[cf.Instr], n_warps: int, blocks: int, scale: dict[str, float] | None = None,
                  pipe: float = PIPE_CYCLES, global_latency: float = 0.0) -> dict[str, float]:
-    """The cycles one iteration of a scheduler's ``n_warps`` warps loses to the *order* of its memory instructions:
-    the simulated iteration with the shared pipe (``simulated``) beyond both of its fluid bounds, the same warps with
-    a free pipe (``issue_bound``: issue, control-code stalls, latencies) and the pipe's busy cycles (``pipe_bound``:
-    every warp's wavefronts x ``pipe``). A loop that spreads its copies among the FFMAs keeps the pipe's queue short
-    and loses little; one that issues them in a cluster makes the shared loads behind it wait while the FFMAs that
-    need them stall (``experiments/results/h200/logs/burst-2026-12-01/``)."""
+    """One iteration of a scheduler's ``n_warps`` warps: simulated with the shared pipe (``simulated``), and its two
+    fluid bounds, the same warps with a free pipe (``issue_bound``: issue, control-code stalls, latencies) and the
+    pipe's busy cycles (``pipe_bound``: every warp's wavefronts x ``pipe``). What ``simulated`` exceeds the bounds is
+    what the *order* of the memory instructions costs (the timing model combines the bounds as it combines its
+    pipes): a loop that spreads its copies among the FFMAs keeps the pipe's queue short; one that issues them in a
+    cluster makes the shared loads behind it wait while the FFMAs that need them stall
+    (``experiments/results/h200/logs/burst-2026-12-01/``)."""
     u = simulate(instrs, n_warps, blocks, 0.0, global_latency=global_latency)
     q = simulate(instrs, n_warps, blocks, pipe, global_latency=global_latency, scale=scale)
     busy = pipe * n_warps * sum(wavefronts(i) * ((scale or {}).get(i.op.split(".")[0], 1.0)) for i in instrs)
-    return {"simulated": q, "issue_bound": u, "pipe_bound": busy, "cycles": max(0.0, q - max(u, busy))}
+    return {"simulated": q, "issue_bound": u, "pipe_bound": busy}
 
 
 def loop_queue(cfg, arch: str, gpu) -> dict:
     """The ``loop_queue`` compiler fact of one config (:func:`queue_excess` at the GPU's occupancy, the shipped
-    registers): compiles the config now. ``cycles`` are per SASS loop iteration of one scheduler's warps, with
-    ``blocks`` resident blocks per SM; ``tiles`` the steady-counts iterations per SASS iteration."""
+    registers): compiles the config now. Cycles per SASS loop iteration of one scheduler's warps, with ``blocks``
+    resident blocks per SM, at each of :data:`QUEUE_LATENCIES`."""
     from model.counts import steady_counts
     from model.facts import facts_for
     from model.occupancy import occupancy
@@ -167,10 +168,9 @@ def loop_queue(cfg, arch: str, gpu) -> dict:
     instrs = steady_loop(cfg.key, arch)
     sc = pipe_scale(instrs, b.lds_wavefronts / warps_block * per_sass, b.sts_wavefronts / warps_block * per_sass)
     runs = [queue_excess(instrs, n, occ.blocks_per_sm, sc, global_latency=lat) for lat in QUEUE_LATENCIES]
-    out = {k: [r[k] for r in runs] for k in ("simulated", "issue_bound", "cycles")}
+    out = {k: [r[k] for r in runs] for k in ("simulated", "issue_bound")}
     return {**out, "pipe_bound": runs[0]["pipe_bound"], "global_latencies": list(QUEUE_LATENCIES),
-            "blocks": occ.blocks_per_sm, "warps_per_scheduler": n, "tiles": per_sass,
-            "path_instructions": len(instrs),
+            "blocks": occ.blocks_per_sm, "warps_per_scheduler": n, "path_instructions": len(instrs),
             "pipe_cycles_per_wavefront": PIPE_CYCLES, "gpu": gpu.key}
 
 
@@ -202,6 +202,7 @@ def queue_batch(keys: Sequence[str], out, arch: str, gpu_key: str, jobs: int = 1
     interrupted batch resumes); ``jobs`` processes. Returns the rows written."""
     import json
     from concurrent.futures import ProcessPoolExecutor
+    from contextlib import ExitStack
     from pathlib import Path
     out = Path(out)
     done = set()
@@ -209,8 +210,9 @@ def queue_batch(keys: Sequence[str], out, arch: str, gpu_key: str, jobs: int = 1
         done = {json.loads(line)["key"] for line in out.read_text().splitlines() if line.strip()}
     todo = [(k, arch, gpu_key) for k in keys if k not in done]
     n = 0
-    with open(out, "a") as f:
-        rows = map(_queue_row, todo) if jobs <= 1 else ProcessPoolExecutor(jobs).map(_queue_row, todo)
+    with ExitStack() as stack, open(out, "a") as f:
+        rows = (map(_queue_row, todo) if jobs <= 1
+                else stack.enter_context(ProcessPoolExecutor(jobs)).map(_queue_row, todo))
         for r in rows:
             f.write(json.dumps(r) + "\n")
             f.flush()

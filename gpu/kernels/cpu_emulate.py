@@ -169,18 +169,16 @@ static inline void sgemm_10_cp4(float* dst, const float* src, int n) { cp_issue(
 static inline void sgemm_10_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
 static inline void sgemm_10_commit() { cp_commit(); }
 template <int PENDING> static inline void sgemm_10_wait() { cp_wait<PENDING>(); }
-static inline void sgemm_12_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
-static inline void sgemm_12_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
-static inline void sgemm_12_cp4_full(float* dst, const float* src) { cp_issue(dst, src, 4, 4); }
-static inline void sgemm_12_cp16_full(float* dst, const float* src) { cp_issue(dst, src, 16, 16); }
-static inline void sgemm_12_commit() { cp_commit(); }
-template <int PENDING> static inline void sgemm_12_wait() { cp_wait<PENDING>(); }
-static inline void sgemm_11_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); }
-static inline void sgemm_11_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); }
-static inline void sgemm_11_cp4_full(float* dst, const float* src) { cp_issue(dst, src, 4, 4); }
-static inline void sgemm_11_cp16_full(float* dst, const float* src) { cp_issue(dst, src, 16, 16); }
-static inline void sgemm_11_commit() { cp_commit(); }
-template <int PENDING> static inline void sgemm_11_wait() { cp_wait<PENDING>(); }
+// rungs 11 and 12 share their copy helpers' signatures (unbounded "full" copies besides the zero-filling ones)
+#define STEADY_CP_SHIMS(P) \
+    static inline void P##_cp4(float* dst, const float* src, int n) { cp_issue(dst, src, n, 4); } \
+    static inline void P##_cp16(float* dst, const float* src, int n) { cp_issue(dst, src, n, 16); } \
+    static inline void P##_cp4_full(float* dst, const float* src) { cp_issue(dst, src, 4, 4); } \
+    static inline void P##_cp16_full(float* dst, const float* src) { cp_issue(dst, src, 16, 16); } \
+    static inline void P##_commit() { cp_commit(); } \
+    template <int PENDING> static inline void P##_wait() { cp_wait<PENDING>(); }
+STEADY_CP_SHIMS(sgemm_11)
+STEADY_CP_SHIMS(sgemm_12)
 static void cp_check_drained() {
     if (!g_cp_open.empty()) { fprintf(stderr, "cp.async copies issued but never committed\n"); abort(); }
     for (auto& g : g_cp_groups)
