@@ -284,6 +284,16 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
              f"busiest SM runs ceil({blocks:,}/{sms}) = {per_sm} block{'s' if per_sm != 1 else ''} as "
              f"{rounds_txt} of {nk:,} {step}{'s' if nk != 1 else ''}{each}: {fmt_time(float(ev['t_sm']))} of "
              f"SM time, plus {fmt_time(rt.launch_overhead_s)} launch overhead = {fmt_time(pred.time_s)}.")
+    cold = float(ev.get("cold_fetch_cycles", 0.0))
+    if cold > 0:
+        from model.facts import CODE_CACHE
+        cap, r_l2 = CODE_CACHE[gpu.arch]
+        s.append(f"The kernel's code ({prof.code_bytes[3] / 1024:,.0f} KB of SASS) exceeds the {cap / 1024:.0f} KB "
+                 f"instruction cache beyond the L0, so every round's blocks fetch from L2, at {r_l2:g} B a cycle, the "
+                 f"{(prof.code_bytes[0] + prof.code_bytes[2]) / 1024:,.0f} KB they run once (before and after the main "
+                 f"loop) and their first pass over the {prof.code_bytes[1] / 1024:,.0f} KB loop: "
+                 f"{_fmt_cycles(cold)} cycles in all on the busiest SM, beyond the work that fetch feeds (in the SM "
+                 f"time above).")
     return s
 
 

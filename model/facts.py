@@ -65,6 +65,17 @@ with two warps per scheduler and 0.88 alone, issuing one every 2.63 cycles (16 B
 blind rounds lean7 and edge_val8 were predicted with (32768, 6.7), and the microbenchmark, run after them,
 agrees. Other architectures: not measured, no floor."""
 
+CODE_CACHE = {"sm_90": (131072, 2.7)}
+"""(bytes of the SM's instruction cache beyond the L0 that keeps a kernel's code between blocks and launches, bytes a
+cycle a scheduler fetches code that is not in it) per architecture: code beyond this cache comes from L2. Measured on
+the H200 by ``experiments/icache_cold.py`` (``experiments/results/h200/icache_cold-2026-12-01.json``, 2026-12-01):
+loops of 48-128 KB run at the L0-miss rate of :data:`INSTRUCTION_FETCH` (2.42-2.44 cycles per instruction, one warp
+per scheduler), loops of 192 and 256 KB at 5.88-5.91 (16 B / 5.9 = 2.7 B a cycle; 2.6 with two warps a scheduler);
+a relaunched kernel, and the second block of an SM, find code of up to 128 KB still cached (their first pass costs
+no more than a later one). A kernel whose SASS exceeds the cache makes every block fetch from L2 the code it runs
+once (before and after its main loop) and its first pass over the loop (:func:`model.timing.evaluate`). Other
+architectures: not measured, no charge."""
+
 
 
 @dataclass(frozen=True)

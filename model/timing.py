@@ -119,6 +119,17 @@ given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blo
 round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations plus the block's
 **prologue** (its traced latency) and **epilogue** (its instructions and C stores).
 
+*Code beyond the instruction cache.* The SM keeps a kernel's code beyond the L0 in an instruction cache that
+holds 128 KB on the H200 (``experiments/icache_cold.py``: loops of up to 128 KB stream at the L0-miss rate, 192 KB
+and more at 2.7 B a cycle from L2; a relaunched kernel and the second block of an SM find code that fits still
+there: :data:`model.facts.CODE_CACHE`). A kernel whose SASS exceeds it (rung 11/12's BK = 32 tiles: 258-350 KB,
+their epilogue paths unrolled) makes every round's blocks fetch from L2 what they run once, before and after the
+main loop, and their first pass over the loop, at that rate per scheduler (the blocks of a round run the same code
+together); the part the fetch exceeds the work it feeds by is added to the round. Why: measured over K at one round
+(``kscan``, 2026-12-01), such configs cost 39-54 us a block beyond the loop against 5-15 us predicted, and Nsight
+Compute puts their once-run code at 75 % ``no_instruction`` stalls; configs of up to 123 KB of SASS cost what the
+model gave them.
+
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
 unique A and B plus the re-reads of the panels that the blocks of one wave (in launch order) touch and
@@ -160,7 +171,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH
+from .facts import CODE_CACHE, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
@@ -332,6 +343,7 @@ class Profile:
     queue_cycles: tuple = (0.0, 0.0, 0.0)   # (simulated, issue bound, pipe bound) cycles of an iteration of a round of queue_blocks blocks
     queue_blocks: int = 0                   # resident blocks per SM queue_cycles was simulated at (0: not simulated)
     async_copies: float = 0.0               # asynchronous copies (LDGSTS) per warp and iteration
+    code_bytes: tuple = (0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the whole kernel
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -362,6 +374,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     bank = np.zeros(n)
     fetch = np.zeros(n)
+    code = np.zeros((n, 4))
     queue, qblocks, copies = np.zeros((n, 3)), np.zeros(n), np.zeros(n)
     fregs = np.zeros(n, dtype=np.int64)
     traced, loop_trace, pro_trace = [], [], []
@@ -376,6 +389,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
             stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
+            code[i] = [_SASS_BYTES * float(x or 0) for x in (f.prologue_instructions, f.loop_instructions,
+                                                              f.epilogue_instructions, f.total_instructions)]
             # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
             bank[i] = f.bank_conflict_cycles * per[i] + FFMA_DISPATCH_CYCLES.get(f.arch, 0.0) * ffma_per_warp_it[i]
             # a loop larger than the L0 i-cache is fetched again every iteration (model.facts.INSTRUCTION_FETCH)
@@ -422,7 +437,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
             "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits, "fetch": fetch,
-            "queue": queue, "queue_blocks": qblocks, "copies": copies}
+            "queue": queue, "queue_blocks": qblocks, "copies": copies, "code": code}
 
 
 @lru_cache(maxsize=100_000)
@@ -452,7 +467,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    exit_pattern=tuple(int(x) for x in c["exits"]),
                    local_stores=float(c["local_stores"]), fetch_cycles=float(c["fetch"]),
                    queue_cycles=tuple(float(x) for x in c["queue"]), queue_blocks=int(c["queue_blocks"]),
-                   async_copies=float(c["copies"]))
+                   async_copies=float(c["copies"]), code_bytes=tuple(float(x) for x in c["code"]))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -493,6 +508,7 @@ class ProfileArrays:
     queue: np.ndarray        # (rows, 3): simulated, issue-bound and pipe-bound cycles of an iteration of a round (Facts.loop_queue)
     queue_blocks: np.ndarray  # resident blocks per SM queue was simulated at (0: not simulated)
     copies: np.ndarray       # asynchronous copies (LDGSTS) per warp and iteration
+    code: np.ndarray         # (rows, 4): SASS bytes before the main loop, of the loop, after it, of the whole kernel
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -989,13 +1005,28 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     c_rate = np.where(reduce, r.l2_reduction_bytes_per_s, r.l2_bytes_per_s)
     store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / c_rate * r.clock_hz
 
-    def once(bb):
-        return pro + bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines),
-                                     store_cycles_per_block)
+    def epilogue(bb):
+        return bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines), store_cycles_per_block)
+
+    # Code beyond the SM's instruction cache (model.facts.CODE_CACHE): a kernel whose SASS does not fit it leaves
+    # each round's blocks to fetch from L2 (at the rate measured for code beyond that cache, per scheduler: the
+    # blocks of a round run the same code together) the code they run once, before and after the main loop, and
+    # their first pass over the loop. The fetch overlaps the work it feeds: what it exceeds that work by is added.
+    cap, r_l2 = CODE_CACHE.get(gpu.arch, (math.inf, 1.0))
+    beyond = pa.code[:, 3] > cap
+
+    def cold(t_it, bb):
+        return np.where(beyond, np.maximum(pa.code[:, 0] / r_l2 - pro, 0.0) + np.maximum(pa.code[:, 1] / r_l2 - t_it, 0.0)
+                        + np.maximum(pa.code[:, 2] / r_l2 - epilogue(bb), 0.0), 0.0)
+
+    def once(bb, t_it):
+        return pro + epilogue(bb) + cold(t_it, bb)
     rounds = full + (rem > 0)
+    fetch_cold = full * cold(t_full, bps) + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0)
     sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
-                 + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0))
+                 + full * once(bps, t_full) + np.where(rem > 0, once(np.maximum(rem, 1), t_rem), 0.0))
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
+    parts[0] = parts[0] + fetch_cold
     parts[3] = parts[3] + rounds * pro
     t_sm = sm_cycles / r.clock_hz
     # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
@@ -1013,7 +1044,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     return {"time_s": time_s, "flop_per_s": flops / time_s, "flops": flops, "t_sm": t_sm, "t_l2": t_l2,
             "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": waves,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
-            "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg}
+            "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold}
 
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
@@ -1025,7 +1056,8 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "shared_instr": "shared_instructions", "local_stores": "local_stores",
                  "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
                  "has_wf": "l1_tag_limited", "exits": "exit_pattern", "fetch": "fetch_cycles",
-                 "queue": "queue_cycles", "queue_blocks": "queue_blocks", "copies": "async_copies"}
+                 "queue": "queue_cycles", "queue_blocks": "queue_blocks", "copies": "async_copies",
+                 "code": "code_bytes"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
@@ -1139,6 +1171,11 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     notes.append(f"per iteration: service = (issue^p + (shared + l1)^p)^(1/p), p = {prm.p:.2f}; delay = the traced "
                  f"single-warp latency; combined by mean value analysis over the {b * prof.warps} resident warps; "
                  f"parameters: {prm.calibrated_on}")
+    if float(r["cold_fetch_cycles"]) > 0:
+        cap, r_l2 = CODE_CACHE[gpu.arch]
+        notes.append(f"the kernel's {prof.code_bytes[3] / 1024:.0f} KB of SASS exceed the {cap / 1024:.0f} KB "
+                     f"instruction cache beyond the L0: each round fetches its once-run code and the loop's first pass "
+                     f"from L2 at {r_l2:g} B a cycle ({float(r['cold_fetch_cycles']):,.0f} cycles on the busiest SM)")
     if max_blocks_per_sm is not None:
         notes.append(f"residency forced to at most {max_blocks_per_sm} block(s) per SM")
     if prof.source != "sass":

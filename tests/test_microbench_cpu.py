@@ -198,7 +198,7 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-@pytest.mark.parametrize("name", ["icache", "overlap"])
+@pytest.mark.parametrize("name", ["icache", "icache_cold", "overlap"])
 @pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
                                         (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
                                         (["--out", "no/such/folder/x.json"], "does not exist")])
@@ -230,6 +230,43 @@ def test_icache_result_backs_the_fetch_constants() -> None:
         elif r["code_bytes"] >= 40 * 1024:
             assert abs(16.0 / r["cycles_per_instruction"] - rate) / rate < 0.1
     assert l0 == 32 * 1024
+
+
+def test_icache_cold_result_backs_the_code_cache_constants() -> None:
+    # the shipped run (4 warps a block, one a scheduler): loops of 48-128 KB stream at the L0-miss rate of
+    # INSTRUCTION_FETCH, 192 KB and more at CODE_CACHE's L2 rate (within 10 %); a relaunch of code that fits the
+    # cache costs nothing on its first pass (under 3 % of an iteration, or 600 cycles at the smallest sizes)
+    import json
+    from pathlib import Path
+    from model.facts import CODE_CACHE, INSTRUCTION_FETCH
+    d = json.loads((Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200"
+                    / "icache_cold-2026-12-01.json").read_text())
+    assert d["schema"] == "gemmscope.icache_cold" and "H200" in d["gpu"]
+    cap, r_l2 = CODE_CACHE["sm_90"]
+    r_l1 = INSTRUCTION_FETCH["sm_90"][1]
+    for r in d["rows"]:
+        if r["warps_per_block"] != 4:
+            continue
+        b0 = r["block0"]
+        rate = r["code_bytes"] / b0["steady_iteration_cycles"]
+        if 48 * 1024 <= r["code_bytes"] <= cap:
+            assert abs(rate - r_l1) / r_l1 < 0.1
+            if r["launch"] == 2:
+                assert b0["cold_cycles"] < max(0.03 * b0["steady_iteration_cycles"], 600)
+        elif r["code_bytes"] > cap:
+            assert abs(rate - r_l2) / r_l2 < 0.1
+    assert cap == 128 * 1024
+
+
+def test_icache_cold_summary_orders_the_blocks_of_an_sm() -> None:
+    from experiments.icache_cold import summarise
+    # two SMs, two blocks each (given out of order); stamps: smid, global start, clock before, after each of 4 its
+    stamps = [[3, 200, 0, 500, 600, 700, 800], [3, 100, 0, 900, 1000, 1100, 1200],
+              [5, 100, 0, 1000, 1100, 1200, 1300], [5, 300, 0, 500, 600, 700, 800]]
+    s = summarise(stamps, 4)
+    assert s["block0"] == {"first_iteration_cycles": 950.0, "steady_iteration_cycles": 100.0, "cold_cycles": 850.0,
+                           "sms": 2}
+    assert s["block1"]["cold_cycles"] == 400.0
 
 
 def test_overlap_result_shows_the_load_pipe_floor() -> None:

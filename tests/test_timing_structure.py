@@ -3,6 +3,7 @@ would break, the loop trace of the compiler facts, forced residency, other GPUs'
 ladder's scorer. No GPU needed."""
 from __future__ import annotations
 
+import math
 import ast
 import re
 from dataclasses import replace
@@ -388,3 +389,31 @@ def test_a_loop_larger_than_the_l0_icache_is_fetched_every_iteration() -> None:
     assert p.bound == "issue"
     # other GPUs have no measured fetch rate: no floor
     assert profile(SPILL07, "sm_86").fetch_cycles == 0.0
+
+
+BIG_CODE = KernelConfig.parse("11:BM=128,BN=128,BK=32,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=2,SPREAD=1")
+SMALL_CODE = KernelConfig.parse("11:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=4,SPREAD=8")
+
+
+def test_code_beyond_the_instruction_cache_is_fetched_from_l2_every_round(monkeypatch) -> None:
+    """A kernel whose SASS exceeds the instruction cache beyond the L0 (model.facts.CODE_CACHE) pays, every round,
+    the fetch from L2 of its once-run code and of its first pass over the loop; one that fits pays nothing."""
+    import model.timing as mt
+    from model.facts import CODE_CACHE
+    cap, rate = CODE_CACHE["sm_90"]
+    big, small = profile(BIG_CODE, "sm_90"), profile(SMALL_CODE, "sm_90")
+    assert big.code_bytes[3] > cap > small.code_bytes[3]          # 258 KB and 100 KB of SASS
+    (pa,), _ = mt._arrays_of_profiles(H200, [BIG_CODE, SMALL_CODE], None)
+    one = mt.evaluate(H200, pa, np.array([1024] * 2), np.array([1024] * 2), np.array([1024] * 2))   # one round
+    four = mt.evaluate(H200, pa, np.array([4096] * 2), np.array([4096] * 2), np.array([1024] * 2))  # 4 rounds
+    assert one["cold_fetch_cycles"][1] == 0.0 and four["cold_fetch_cycles"][1] == 0.0
+    once_bytes = big.code_bytes[0] + big.code_bytes[2]
+    # at least the once-run code's fetch beyond what the epilogue's issue already costs, at most all of it
+    assert 0.5 * once_bytes / rate < one["cold_fetch_cycles"][0] <= (once_bytes + big.code_bytes[1]) / rate
+    assert four["cold_fetch_cycles"][0] == pytest.approx(4 * one["cold_fetch_cycles"][0], rel=0.2)
+    # it is in the SM time: without the cache limit the kernel is faster by about that much
+    monkeypatch.setitem(CODE_CACHE, "sm_90", (math.inf, rate))
+    none = mt.evaluate(H200, pa, np.array([1024] * 2), np.array([1024] * 2), np.array([1024] * 2))
+    assert none["cold_fetch_cycles"][0] == 0.0
+    assert one["sm_cycles"][0] - none["sm_cycles"][0] == pytest.approx(one["cold_fetch_cycles"][0], rel=1e-9)
+    assert one["sm_cycles"][1] == none["sm_cycles"][1]
