@@ -198,7 +198,7 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-@pytest.mark.parametrize("name", ["icache", "icache_cold", "overlap"])
+@pytest.mark.parametrize("name", ["icache", "icache_cold", "lds_patterns", "overlap"])
 @pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
                                         (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
                                         (["--out", "no/such/folder/x.json"], "does not exist")])
@@ -267,6 +267,22 @@ def test_icache_cold_summary_orders_the_blocks_of_an_sm() -> None:
     assert s["block0"] == {"first_iteration_cycles": 950.0, "steady_iteration_cycles": 100.0, "cold_cycles": 850.0,
                            "sms": 2}
     assert s["block1"]["cold_cycles"] == 400.0
+
+
+def test_lds_patterns_result_shows_strided_sharing_costs_like_distinct_words() -> None:
+    # the shipped run, 16 warps, one FFMA per load (the pipe binds): lanes sharing words at a stride cost what 32
+    # distinct words cost; sharing in runs of consecutive lanes costs what a broadcast costs
+    import json
+    from pathlib import Path
+    d = json.loads((Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200"
+                    / "lds_patterns-2026-12-01.json").read_text())
+    assert d["schema"] == "gemmscope.lds_patterns" and "H200" in d["gpu"]
+    cyc = {r["pattern"]: r["cycles_per_iteration"] / (32 * 16) for r in d["rows"]
+           if r["ffma_per_load"] == 1 and r["warps_per_block"] == 16}
+    assert abs(cyc["lane%4"] - cyc["lane"]) / cyc["lane"] < 0.02 and abs(cyc["lane%8"] - cyc["lane"]) / cyc["lane"] < 0.02
+    assert abs(cyc["lane/4"] - cyc["lane/32"]) / cyc["lane/32"] < 0.02
+    assert cyc["lane"] > 1.7 * cyc["lane/32"]
+    assert cyc["tc4"] < cyc["tr4"] < cyc["lane"]
 
 
 def test_overlap_result_shows_the_load_pipe_floor() -> None:
