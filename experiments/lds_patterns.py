@@ -16,8 +16,10 @@ What the H200 showed (``experiments/results/h200/lds_patterns-2026-12-01.json``,
 load, where the pipe binds): a load whose lanes share words in runs of consecutive lanes (``lane / 32``, ``/ 8``,
 ``/ 4``, ``lane % 2``, the B fragments ``tc4``, ``tc8``) holds the pipe 2.26 cycles, ``lane / 2`` and ``tc16`` 2.30,
 the A fragments ``tr4`` and ``tr8`` 2.61, and lanes sharing words at a stride (``lane % 4``, ``lane % 8``) 4.05 - as
-long as 32 distinct words, though they read 64-128 bytes. Nsight Compute counts the kernels' fragment loads as two
-wavefronts each, which the timing model charges one cycle each: not used by the model yet.
+long as 32 distinct words, though they read 64-128 bytes. That is the access simulator's quad rule
+(:mod:`model.simulate`: 4 wavefronts for ``4*(t%4)``, 2 for ``4*(t//2)``), here timed. The kernels' fragment loads
+are two wavefronts each by that rule (and by Nsight Compute), which the model charges two cycles; they take 2.26 (B)
+and 2.61 (A): not used by the model yet.
 """
 from __future__ import annotations
 
