@@ -23,11 +23,9 @@ and 2.61 (A): not used by the model yet.
 """
 from __future__ import annotations
 
-import statistics
-
 from . import kernelbench
-from .kernelbench import block_cycles, device_sms, result
-from .overlap import SRC as _OVERLAP_SRC
+from .kernelbench import result
+from .overlap import SRC as _OVERLAP_SRC, STEPS, loop_rows
 
 PATTERNS = {"lane/32": "lane / 32", "lane/8": "lane / 8", "lane%8": "lane % 8", "lane/4": "lane / 4",
             "lane%4": "lane % 4", "lane": "lane", "lane/2": "lane / 2", "lane%2": "lane % 2",
@@ -38,27 +36,17 @@ PATTERNS = {"lane/32": "lane / 32", "lane/8": "lane / 8", "lane%8": "lane % 8", 
             "tr16": "lane & 1", "tc16": "(lane / 2) % 16"}
 RATIOS = (1, 4, 16)
 WARPS = (4, 8, 16)
-STEPS = 32
 SRC = _OVERLAP_SRC.replace("const int word = lane / GROUP;", "const int word = WORD_EXPR;")
 
 
 def run(iters: int = 400, log=print) -> dict:
-    import cupy as cp
     if "WORD_EXPR" not in SRC:
         raise RuntimeError("the overlap kernel changed: its word expression is not where this benchmark expects it")
-    sms = device_sms()
     rows = []
     for name, expr in PATTERNS.items():
         for ratio in RATIOS:
-            opts = (f"-DRATIO={ratio}", f"-DWORD_EXPR=({expr})", f"-DSTEPS={STEPS}", "-DGROUP=1")
-            k = cp.RawModule(code=SRC, options=opts).get_function("overlap")
-            for w in WARPS:
-                raw = block_cycles(k, sms, 32 * w, iters, shared_mem=16 * 1024)
-                per_it = statistics.median(raw) / iters
-                rows.append({"pattern": name, "ffma_per_load": ratio, "warps_per_block": w,
-                             "warps_per_scheduler": w // 4, "steps": STEPS, "iterations": iters,
-                             "cycles_per_iteration": per_it, "cycles_raw": raw})
-                log(f"  {name:8s} R={ratio:2d} {w:2d} warps: {per_it:8.1f} cycles per iteration")
+            rows += loop_rows(SRC, (f"-DRATIO={ratio}", f"-DWORD_EXPR=({expr})", f"-DSTEPS={STEPS}", "-DGROUP=1"),
+                              iters, {"pattern": name, "ffma_per_load": ratio}, f"{name:8s} R={ratio:2d}", log, WARPS)
     return result("gemmscope.lds_patterns", rows)
 
 

@@ -63,21 +63,28 @@ extern "C" __global__ void overlap(float* out, long long* cycles, float a, float
 
 
 def run(iters: int = 400, log=print) -> dict:
-    import cupy as cp
-    sms = device_sms()
     rows = []
     for g in GROUPS:
         for ratio in RATIOS:
-            opts = (f"-DRATIO={ratio}", f"-DGROUP={g}", f"-DSTEPS={STEPS}")
-            k = cp.RawModule(code=SRC, options=opts).get_function("overlap")
-            for w in WARPS:
-                raw = block_cycles(k, sms, 32 * w, iters, shared_mem=16 * 1024)
-                per_it = statistics.median(raw) / iters
-                rows.append({"ffma_per_load": ratio, "lanes_per_word": g, "warps_per_block": w,
-                             "warps_per_scheduler": w // 4, "steps": STEPS, "iterations": iters,
-                             "cycles_per_iteration": per_it, "cycles_raw": raw})
-                log(f"  g={g:2d} R={ratio:2d} {w:2d} warps: {per_it:8.1f} cycles per iteration")
+            rows += loop_rows(SRC, (f"-DRATIO={ratio}", f"-DGROUP={g}", f"-DSTEPS={STEPS}"), iters,
+                              {"ffma_per_load": ratio, "lanes_per_word": g}, f"g={g:2d} R={ratio:2d}", log)
     return result("gemmscope.overlap", rows)
+
+
+def loop_rows(src: str, opts: tuple, iters: int, fields: dict, tag: str, log=print, warps=WARPS) -> list[dict]:
+    """One row per block size in ``warps`` (one block per SM) of the loop kernel ``overlap`` compiled from ``src``
+    with ``opts``: the median over the blocks of clock64 cycles per iteration, the raw cycles, and ``fields``."""
+    import cupy as cp
+    sms = device_sms()
+    k = cp.RawModule(code=src, options=opts).get_function("overlap")
+    rows = []
+    for w in warps:
+        raw = block_cycles(k, sms, 32 * w, iters, shared_mem=16 * 1024)
+        per_it = statistics.median(raw) / iters
+        rows.append({**fields, "warps_per_block": w, "warps_per_scheduler": w // 4, "steps": STEPS,
+                     "iterations": iters, "cycles_per_iteration": per_it, "cycles_raw": raw})
+        log(f"  {tag} {w:2d} warps: {per_it:8.1f} cycles per iteration")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
