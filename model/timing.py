@@ -1019,12 +1019,12 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
         return np.where(beyond, np.maximum(pa.code[:, 0] / r_l2 - pro, 0.0) + np.maximum(pa.code[:, 1] / r_l2 - t_it, 0.0)
                         + np.maximum(pa.code[:, 2] / r_l2 - epilogue(bb), 0.0), 0.0)
 
-    def once(bb, t_it):
-        return pro + epilogue(bb) + cold(t_it, bb)
+    def once(bb):
+        return pro + epilogue(bb)
     rounds = full + (rem > 0)
     fetch_cold = full * cold(t_full, bps) + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0)
     sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
-                 + full * once(bps, t_full) + np.where(rem > 0, once(np.maximum(rem, 1), t_rem), 0.0))
+                 + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0) + fetch_cold)
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
     parts[0] = parts[0] + fetch_cold
     parts[3] = parts[3] + rounds * pro
