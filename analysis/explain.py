@@ -86,12 +86,15 @@ def _per_round(gpu, cfg, b: int, prm, registers=None) -> dict:
     from model.timing import profile
     kt = profile(cfg, gpu.arch, registers).k_tile
     M, N = g.BM * sms * b, g.BN
-    # one iteration = the difference between two and one K tiles (the prologue and epilogue cancel)
-    r2 = _evaluate_one(gpu, cfg, M, N, 2 * kt, prm, registers)
-    r1 = _evaluate_one(gpu, cfg, M, N, kt, prm, registers)
-    r = {"sm_cycles": float(r2["sm_cycles"]) - float(r1["sm_cycles"])}
+    # one iteration = the difference between two and one K tiles (the prologue and epilogue cancel). With
+    # split-K the S slices make S blocks of each output tile, so that problem runs S full rounds: K holds S
+    # slices of one (two) K tiles each and the difference is divided by S.
+    s = max(1, g.split_k)
+    r2 = _evaluate_one(gpu, cfg, M, N, 2 * kt * s, prm, registers)
+    r1 = _evaluate_one(gpu, cfg, M, N, kt * s, prm, registers)
+    r = {"sm_cycles": (float(r2["sm_cycles"]) - float(r1["sm_cycles"])) / s}
     clock = rates(gpu).clock_hz
-    lim = (np.asarray(r2["limits"], dtype=float) - np.asarray(r1["limits"], dtype=float)) * clock
+    lim = (np.asarray(r2["limits"], dtype=float) - np.asarray(r1["limits"], dtype=float)) * clock / s
     return {"blocks": int(b), "issue": float(lim[0]), "shared": float(lim[1]), "l1": float(lim[2]),
             "latency": float(lim[3]), "round": float(r["sm_cycles"])}
 
@@ -266,7 +269,9 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     blocks = int(ev["blocks"])
     per_sm = -(-blocks // sms)
     full, rem = divmod(per_sm, max(b_fit, 1))
-    nk = -(-pred.K // prof.k_tile)
+    from model.registry import k_slices
+    k0, k1 = k_slices(cfg, pred.K)[0]                 # the first (longest) split-K slice; all of K without split-K
+    nk = -(-(k1 - k0) // prof.k_tile)
     waves = int(ev["waves"])
     last = blocks - (waves - 1) * sms * max(b_fit, 1)
     slots = sms * max(b_fit, 1)
@@ -300,7 +305,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
 def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -> dict:
     """Everything ``analyze.py explain`` shows, as a dict (SI units; counts are per launch)."""
     from model.facts import facts_for
-    from model.registry import geometry, validate_size
+    from model.registry import geometry, k_slices, validate_size
     from model.simulate import NCU_METRICS, simulate
     from model.timing import LIMITS, load_loro_params, load_params, predict, profile, rates
 
@@ -362,7 +367,7 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
     per_sm = -(-sim.blocks // rt.sms)
     waves = {"blocks": int(ev["blocks"]), "sms": rt.sms, "blocks_per_sm": b, "waves": int(ev["waves"]),
              "busiest_sm_blocks": per_sm, "full_rounds": per_sm // max(b, 1), "partial_round_blocks": per_sm % max(b, 1),
-             "iterations_per_round": -(-K // prof.k_tile)}
+             "iterations_per_round": -(-(k_slices(cfg, K)[0][1] - k_slices(cfg, K)[0][0]) // prof.k_tile)}  # per slice
     occupancy = {"blocks_per_sm": occ.blocks_per_sm, "limiter": occ.limiter, "limits": dict(occ.limits),
                  "threads_per_block": occ.threads_per_block, "warps_per_block": occ.warps_per_block,
                  "active_warps": occ.active_warps, "fraction": occ.fraction,

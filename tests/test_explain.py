@@ -1,0 +1,33 @@
+"""``analyze.py explain`` reads the model's own per-round cycles: one round (every resident block one K tile)
+times the K tiles each block runs must come close to the SM time the model predicts (the rest is the
+prologue and epilogue), with and without split-K (whose S slices each run 1/S of K)."""
+from __future__ import annotations
+
+import pytest
+
+from analysis.explain import explain
+from model.registry import KernelConfig
+from model.spec import load_gpu
+from model.timing import rates
+
+H200 = load_gpu("h200")
+CASES = [
+    # (config, M, N, K): a split-K config at the shape it was built for, and the same loop without split-K
+    ("12:BM=128,BN=256,BK=8,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=4,SPREAD=1", 512, 512, 16384),
+    ("11:BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=16", 4096, 4096, 4096),
+    ("06:BM=128,BN=128,BK=8,TM=8,TN=8", 2048, 2048, 2048),
+]
+
+
+@pytest.mark.parametrize("key,M,N,K", CASES)
+def test_round_times_iterations_is_the_sm_time(key, M, N, K) -> None:
+    cfg = KernelConfig.parse(key)
+    d = explain(H200, cfg, M, N, K)
+    w, rnd = d["waves"], d["per_round_cycles"]
+    s = max(1, dict(cfg.params).get("SPLITK", 1))
+    bk = dict(cfg.params).get("BK", 1)
+    assert w["iterations_per_round"] == -(-(-(-K // bk)) // s)
+    rounds = w["full_rounds"] + (1 if w["partial_round_blocks"] else 0)
+    loop_s = rounds * w["iterations_per_round"] * rnd["round"] / rates(H200).clock_hz
+    t_sm = d["prediction"]["t_sm_s"]
+    assert 0.8 * t_sm < loop_s <= 1.02 * t_sm, (loop_s, t_sm)
