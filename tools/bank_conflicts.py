@@ -81,6 +81,58 @@ def uncached_sources(instrs: Iterable):
         prev = now
 
 
+SLOT_CLASSES = ("three", "ab", "ac")
+"""Classes of an FFMA's uncached source registers (``d = a * b + c``; index mod 4 = bank, sm_90), in order of
+precedence: ``three`` (three in one bank), ``ab`` (a and b in one bank), ``ac`` (a and c in one bank). b and c in
+one bank is no class: Nsight Compute's per-instruction sampling on the H200 finds it costs nothing (0.20 dispatch
+samples per FFMA against 0.22 with every source in its own bank; ab 0.98, ac 0.36, three 1.38; 1.2e11 FFMA
+executions of 67 kernels, ``experiments/results/h200/logs/source*`` and ``kscan-2026-12-01``)."""
+
+
+def uncached_slots(instrs: Iterable):
+    """For each FFMA of ``instrs`` (program order): (the instruction, {slot: register index} of its source slots
+    0-2 (a, b, c) that the operand reuse cache does not serve). Slot s is served when the previous instruction
+    marked the same register ``.reuse`` in slot s (as :func:`uncached_sources`)."""
+    prev: dict[int, str] = {}
+    for ins in instrs:
+        now: dict[int, str] = {}
+        ffma = ins.op.split(".")[0] == "FFMA"
+        slots: dict[int, int] = {}
+        for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
+            m = _REG.match(a)
+            if not m:
+                continue
+            if m.group(2):
+                now[slot] = m.group(1)
+            if ffma and prev.get(slot) != m.group(1):
+                slots[slot] = int(m.group(1)[1:])
+        if ffma:
+            yield ins, slots
+        prev = now
+
+
+def slot_class(slots: Mapping[int, int]) -> str | None:
+    """The :data:`SLOT_CLASSES` class of one FFMA's uncached source slots (``{slot: register}``), or None."""
+    if max(Counter(r % 4 for r in set(slots.values())).values(), default=0) >= 3:
+        return "three"
+    a, b, c = slots.get(0), slots.get(1), slots.get(2)
+    if a is not None and b is not None and a != b and a % 4 == b % 4:
+        return "ab"
+    if a is not None and c is not None and a != c and a % 4 == c % 4:
+        return "ac"
+    return None
+
+
+def ffma_slot_classes(instrs: Iterable) -> dict[str, int]:
+    """How many FFMAs of ``instrs`` fall in each :data:`SLOT_CLASSES` class ({class: count}, every class present)."""
+    out = dict.fromkeys(SLOT_CLASSES, 0)
+    for _, slots in uncached_slots(instrs):
+        c = slot_class(slots)
+        if c is not None:
+            out[c] += 1
+    return out
+
+
 def ffma_conflicts(instrs: Iterable, rule: str = "pairs") -> tuple[int, int]:
     """(FFMAs, extra register-bank reads) over ``instrs``: each FFMA's :func:`uncached_sources`, grouped by bank
     (index mod 2). ``rule="three"``: one extra read when three of them sit in one bank (a 64-bit bank serves
@@ -191,8 +243,8 @@ def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
     """Dispatch-stall samples per executed FFMA (in units of the kernel's issued-instruction samples) by the
     most non-reused source registers that share one bank, mod 2 and mod 4: Nsight Compute's per-instruction
     sampling (``--page source --print-source sass --csv``, plain or gzipped) joined by address offset with our
-    build of ``key``. Returns {"mod2": {k: (stall per FFMA, executions)}, "mod4": {...}, "summary":
-    :func:`stall_summary`}."""
+    build of ``key``. Returns {"mod2": {k: (stall per FFMA, executions)}, "mod4": {...}, "slots": {class or "none":
+    (...)} (:data:`SLOT_CLASSES`), "summary": :func:`stall_summary`}."""
     from model.registry import KernelConfig
     from tools import compiler_facts as cf
     ((instrs, _),) = cf.config_sass(KernelConfig.parse(key), arch).values()
@@ -208,6 +260,13 @@ def source_table(csv_path: Path, key: str, arch: str = "sm_90") -> dict:
         for name, v in zip(("mod2", "mod4"), m):
             acc[name][v][0] += r.get("stall_dispatch", 0.0)
             acc[name][v][1] += r["executed"]
+    cls = {ins.addr: slot_class(slots) or "none" for ins, slots in uncached_slots(instrs)}
+    acc["slots"] = defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        c = cls.get(r["offset"])
+        if c is not None:
+            acc["slots"][c][0] += r.get("stall_dispatch", 0.0)
+            acc["slots"][c][1] += r["executed"]
     out: dict = {name: {v: (a / b / per_issue, b) for v, (a, b) in sorted(t.items()) if b} for name, t in acc.items()}
     out["summary"] = stall_summary(rows, {off: m[1] >= 3 for off, m in most.items()})
     return out
@@ -246,9 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.source:
         table = source_table(Path(a.source), a.configs[0], a.arch)
         sm = table.pop("summary")
+        slots = table.pop("slots")
         for name, t in table.items():
             print(f"{name}: " + "  ".join(f"{v} in one bank: {st:.2f} dispatch-stall cycles per FFMA ({n:.3g})"
                                           for v, (st, n) in t.items()))
+        print("slot classes (SLOT_CLASSES): " + "  ".join(f"{c}: {st:.2f} per FFMA ({n:.3g})" for c, (st, n) in slots.items()))
         print(f"per issued instruction of one warp: {sm['cycles']:.2f} cycles, dispatch {sm['dispatch']:.2f}, "
               f"not_selected {sm['not_selected']:.2f}; base dispatch stall per FFMA without three uncached "
               f"sources in one of four banks: {sm['base_dispatch_per_ffma']:.2f}")
