@@ -2,19 +2,5 @@
 # Diagnostic: Nsight Compute's scheduler, warp-state, launch and throughput sections (--page details, CSV) of
 # configs at given sizes, one profiled launch each (the second, after warm-up), clocks left alone.
 #   OUT=/path experiments/device_sections.sh KEY:M:N:K ...      -> $OUT/sec_<i>.csv, $OUT/sec_index.txt
-set -u
-export CUPY_TF32=0
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-i=0
-for spec in "$@"; do
-  IFS=: read -r rung rest <<< "$spec"
-  key="$rung:${rest%%:*}"; size=${rest#*:}; M=${size%%:*}; size=${size#*:}; N=${size%%:*}; K=${size#*:}
-  i=$((i+1))
-  echo "sec_$i.csv  $key  $M $N $K" | tee -a "$OUT/sec_index.txt"
-  timeout 200 "$NCU" --clock-control none --section SchedulerStats --section WarpStateStats --section LaunchStats \
-      --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section MemoryWorkloadAnalysis \
-      --metrics smsp__inst_issued.sum,smsp__inst_executed.sum,sm__cycles_elapsed.max,sm__cycles_active.avg,smsp__issue_active.avg.per_cycle_active,gpu__time_duration.sum,smsp__warps_eligible.avg.per_cycle_active,smsp__warps_active.avg.per_cycle_active \
-      --page details --csv -k "regex:sgemm_$rung" --launch-skip 1 --launch-count 1 \
-      python3 -m experiments.ncu_target "$key" "$M" "$N" "$K" > "$OUT/sec_$i.csv" 2> "$OUT/sec_$i.err"
-  echo "exit $?" | tee -a "$OUT/sec_index.txt"
-done
+# The same loop as experiments/device_source.sh, in its "sections" mode.
+NCU_MODE=sections exec bash "$(dirname "$0")/device_source.sh" "$@"

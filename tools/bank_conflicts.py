@@ -62,23 +62,9 @@ two operands of an instruction a cycle."""
 def uncached_sources(instrs: Iterable):
     """For each FFMA of ``instrs`` (``tools.compiler_facts.Instr`` in program order): (the instruction, the set of
     its distinct source registers the operand reuse cache does not serve). Slot s is served when the previous
-    instruction marked the same register ``.reuse`` in slot s."""
-    prev: dict[int, str] = {}
-    for ins in instrs:
-        now: dict[int, str] = {}
-        ffma = ins.op.split(".")[0] == "FFMA"
-        regs = set()
-        for slot, a in enumerate([a.strip() for a in ins.operands.split(",")][1:4]):
-            m = _REG.match(a)
-            if not m:
-                continue
-            if m.group(2):
-                now[slot] = m.group(1)
-            if ffma and prev.get(slot) != m.group(1):
-                regs.add(int(m.group(1)[1:]))
-        if ffma:
-            yield ins, regs
-        prev = now
+    instruction marked the same register ``.reuse`` in slot s (:func:`uncached_slots`, by slot)."""
+    for ins, slots in uncached_slots(instrs):
+        yield ins, set(slots.values())
 
 
 SLOT_CLASSES = ("three", "ab", "ac")
@@ -92,7 +78,7 @@ executions of 67 kernels, ``experiments/results/h200/logs/source*`` and ``kscan-
 def uncached_slots(instrs: Iterable):
     """For each FFMA of ``instrs`` (program order): (the instruction, {slot: register index} of its source slots
     0-2 (a, b, c) that the operand reuse cache does not serve). Slot s is served when the previous instruction
-    marked the same register ``.reuse`` in slot s (as :func:`uncached_sources`)."""
+    marked the same register ``.reuse`` in slot s."""
     prev: dict[int, str] = {}
     for ins in instrs:
         now: dict[int, str] = {}
