@@ -1180,10 +1180,12 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         notes.append(f"residency forced to at most {max_blocks_per_sm} block(s) per SM")
     if prof.source != "sass":
         notes.append("no compiler facts with a loop trace for this config: instructions and latency estimated")
-    if K % 4:
-        notes.append(f"K = {K} is not a multiple of 4: A's rows are not 16-byte aligned (no 16-byte loads of A, and its "
-                     "tile rows straddle 32-byte sectors), which the model knows only in part - its known weak spot: on "
-                     "the H200 most rungs ran 10-27 % slower than predicted at such sizes (the shipped data; README)")
+    if K % 4 or N % 4:
+        which = " and ".join(f"{d} = {v}" for d, v in (("K", K), ("N", N)) if v % 4)
+        notes.append(f"{which} not a multiple of 4: the rows of A (K) or B (N) are not 16-byte aligned (no 16-byte loads "
+                     "of them: the kernels' element path, whose SASS the compiler facts do not trace), which the model "
+                     "knows only in part - its known weak spot: on the H200 most rungs ran 5-27 % slower than predicted "
+                     "at such sizes (the shipped data; logs/odd-2026-12-01)")
     flops = 2.0 * M * N * K
     return Prediction(gpu=gpu.name, config=cfg, M=M, N=N, K=K, flops=flops, time_s=float(r["time_s"]),
                       bound=LIMITS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),
