@@ -141,6 +141,13 @@ class Facts:
     loop_order: str = ""
     """Order of global loads (G), shared stores (S), shared loads (L), FFMA runs (F), barriers (B)."""
     trace_schema: Mapping[str, Any] | None = None
+    loop_element_path_instructions: int | None = None
+    """Instructions of the main loop's *element path* (``tools.compiler_facts.steady_path(..., longest=True)``): the
+    same bytes as the steady iteration by its longest path - the guarded element loads a kernel takes when A's or
+    B's rows are not 16-byte aligned (K or N not a multiple of 4); equal to ``loop_path_instructions`` when the loop
+    has no such branch. None: facts made before the field."""
+    loop_element_trace_cycles: tuple | None = None
+    """``loop_trace_cycles`` of the element path (the same grid). None: facts made before the field."""
     loop_bank_rule: str | None = None
     """The rule ``loop_bank_conflicts`` was counted with (``tools.bank_conflicts.BANK_RULE``); None: ``pairs``."""
     loop_bank_conflicts: int | None = None
@@ -199,7 +206,7 @@ class Facts:
         kw["sass_total"] = _frozen(d.get("sass_total"))
         kw["sass_loop"] = _frozen(d.get("sass_loop"))
         kw["sass_loop_path"] = _frozen(d.get("sass_loop_path"))
-        for k in ("loop_trace_cycles", "prologue_trace_cycles"):
+        for k in ("loop_trace_cycles", "prologue_trace_cycles", "loop_element_trace_cycles"):
             if kw.get(k) is not None:
                 kw[k] = tuple(tuple(r) for r in kw[k])
         if kw.get("loop_queue") is not None:

@@ -163,7 +163,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -344,6 +344,8 @@ class Profile:
     queue_blocks: int = 0                   # resident blocks per SM queue_cycles was simulated at (0: not simulated)
     async_copies: float = 0.0               # asynchronous copies (LDGSTS) per warp and iteration
     code_bytes: tuple = (0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the whole kernel
+    element_path_extra: float = 0.0         # instructions per warp and iteration the element path adds (K or N % 4 != 0)
+    element_trace_extra: tuple = ()         # its lone-warp iteration minus the steady one, on the trace grid
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -375,6 +377,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     bank = np.zeros(n)
     fetch = np.zeros(n)
     code = np.zeros((n, 4))
+    elem = np.zeros(n)
+    elem_trace = np.zeros((n, len(TRACE_GLOBAL), len(TRACE_SHARED)))
     queue, qblocks, copies = np.zeros((n, 3)), np.zeros(n), np.zeros(n)
     fregs = np.zeros(n, dtype=np.int64)
     traced, loop_trace, pro_trace = [], [], []
@@ -389,6 +393,11 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             ldl[i] = f.per_iteration_all_widths("LDL") * per[i]
             stl[i] = f.per_iteration_all_widths("STL") * per[i]
             epi[i] = float(f.epilogue_instructions or 0)
+            # the element path (K or N not a multiple of 4): its extra instructions and lone-warp cycles
+            if f.loop_element_path_instructions and f.loop_element_trace_cycles and f.loop_trace_cycles:
+                elem[i] = max(f.loop_element_path_instructions - f.loop_path_instructions, 0) * per[i]
+                elem_trace[i] = np.maximum(np.asarray(f.loop_element_trace_cycles, dtype=np.float64)
+                                           - np.asarray(f.loop_trace_cycles, dtype=np.float64), 0.0) * per[i]
             code[i] = [_SASS_BYTES * float(x or 0) for x in (f.prologue_instructions, f.loop_instructions,
                                                               f.epilogue_instructions, f.total_instructions)]
             # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
@@ -437,7 +446,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
             "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits, "fetch": fetch,
-            "queue": queue, "queue_blocks": qblocks, "copies": copies, "code": code}
+            "queue": queue, "queue_blocks": qblocks, "copies": copies, "code": code, "elem": elem,
+            "elem_trace": elem_trace}
 
 
 @lru_cache(maxsize=100_000)
@@ -467,7 +477,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    exit_pattern=tuple(int(x) for x in c["exits"]),
                    local_stores=float(c["local_stores"]), fetch_cycles=float(c["fetch"]),
                    queue_cycles=tuple(float(x) for x in c["queue"]), queue_blocks=int(c["queue_blocks"]),
-                   async_copies=float(c["copies"]), code_bytes=tuple(float(x) for x in c["code"]))
+                   async_copies=float(c["copies"]), code_bytes=tuple(float(x) for x in c["code"]),
+                   element_path_extra=float(c["elem"]), element_trace_extra=tuple(map(tuple, c["elem_trace"].tolist())))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -509,6 +520,8 @@ class ProfileArrays:
     queue_blocks: np.ndarray  # resident blocks per SM queue was simulated at (0: not simulated)
     copies: np.ndarray       # asynchronous copies (LDGSTS) per warp and iteration
     code: np.ndarray         # (rows, 4): SASS bytes before the main loop, of the loop, after it, of the whole kernel
+    elem: np.ndarray         # instructions per warp and iteration the element path adds (Facts.loop_element_path_instructions)
+    elem_trace: np.ndarray   # (rows, trace grid): the element path's lone-warp iteration minus the steady path's
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
 
@@ -925,6 +938,21 @@ def _l1_bytes_left(gpu, bps, smem) -> np.ndarray:
     return (gpu.l1_shared_bytes - carve).astype(np.float64)
 
 
+def _element_path(pa: ProfileArrays, N, K) -> ProfileArrays:
+    """Rows whose K or N is not a multiple of 4 run the element path: A's rows (K) or B's (N) are not 16-byte
+    aligned, so the kernels load them element by element, guarded and waited (``Facts.loop_element_path_*``:
+    the loop's longest path that moves the steady iteration's bytes, traced like the steady one). Its extra
+    instructions and lone-warp cycles are shared between A and B as a tile's elements are (BM : BN). Why: Nsight
+    Compute, rung 06 128x128x8 8x8 one step off 2048^3 (logs/odd-2026-12-01): 5 % slower at K = 2047, 14 % at
+    N = 2047, with 2.6 and 3.7 % more instructions (the element path: 6.2 % for both) and the waits of
+    ``long_sb`` 0.03 -> 0.17 per instruction (the element loads waited before their stores)."""
+    share_a = pa.BM / np.maximum(pa.BM + pa.BN, 1)
+    w = share_a * (np.asarray(K) % 4 != 0) + (1.0 - share_a) * (np.asarray(N) % 4 != 0)
+    if not np.any(w * (pa.elem + pa.elem_trace.max(axis=(1, 2)))):
+        return pa
+    return replace(pa, instr=pa.instr + w * pa.elem, trace=pa.trace + w[:, None, None] * pa.elem_trace)
+
+
 def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
              max_blocks_per_sm=None) -> dict[str, np.ndarray]:
     """Vectorised timing model over rows (one entry per (config, size)); SI units out.
@@ -937,6 +965,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
     pa = _partial_blocks(pa, M, N, gm, gn, r.sms)
+    pa = _element_path(pa, N, K)
     # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
     # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics. With
     # fewer K tiles than S x that depth the trailing slices are empty and their blocks return before any
@@ -1057,7 +1086,7 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
                  "has_wf": "l1_tag_limited", "exits": "exit_pattern", "fetch": "fetch_cycles",
                  "queue": "queue_cycles", "queue_blocks": "queue_blocks", "copies": "async_copies",
-                 "code": "code_bytes"}
+                 "code": "code_bytes", "elem": "element_path_extra", "elem_trace": "element_trace_extra"}
 
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:

@@ -417,3 +417,31 @@ def test_code_beyond_the_instruction_cache_is_fetched_from_l2_every_round(monkey
     assert none["cold_fetch_cycles"][0] == 0.0
     assert one["sm_cycles"][0] - none["sm_cycles"][0] == pytest.approx(one["cold_fetch_cycles"][0], rel=1e-9)
     assert one["sm_cycles"][1] == none["sm_cycles"][1]
+
+
+def test_the_element_path_costs_where_k_or_n_is_not_a_multiple_of_four() -> None:
+    # rung 06 falls back to guarded element loads of A (K % 4 != 0) or B (N % 4 != 0): the compiler facts trace that
+    # path (its 648 instructions against the steady 610) and the model charges its share (BM : BN) of the extra
+    # instructions and lone-warp cycles; a kernel without such a branch (the naive kernel) is unchanged
+    from model.facts import facts_for
+    cfg = KernelConfig.parse("06:BM=128,BN=128,BK=8,TM=8,TN=8")
+    f = facts_for(cfg, "sm_90")
+    assert f.loop_element_path_instructions > f.loop_path_instructions
+    assert f.loop_element_trace_cycles[-1][0] > f.loop_trace_cycles[-1][0]
+    p = profile(cfg, "sm_90")
+    assert p.element_path_extra > 0 and max(max(r) for r in p.element_trace_extra) > 0
+    import model.timing as mt
+    sizes = [(2048, 2048, 2048), (2048, 2048, 2047), (2048, 2047, 2048), (2048, 2047, 2047)]
+    with_path = [predict(H200, cfg, *s).time_s for s in sizes]
+    real = mt._element_path
+    try:
+        mt._element_path = lambda pa, N, K: pa                 # the model without the element path
+        without = [predict(H200, cfg, *s).time_s for s in sizes]
+    finally:
+        mt._element_path = real
+    assert with_path[0] == pytest.approx(without[0])          # aligned: the steady path
+    gain = [w / o - 1 for w, o in zip(with_path[1:], without[1:])]
+    assert all(g > 0.01 for g in gain) and gain[2] > max(gain[0], gain[1])   # both odd: both shares
+    naive = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
+    assert profile(naive, "sm_90").element_path_extra == 0
+    assert predict(H200, naive, 2048, 2047, 2048).time_s < 1.01 * predict(H200, naive, 2048, 2048, 2048).time_s

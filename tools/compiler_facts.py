@@ -641,15 +641,18 @@ def moved_bytes(fam: str) -> int:
     return _WIDTH_BYTES.get(width, 4)
 
 
-def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: set[int]) -> list[int] | None:
+def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: set[int],
+                longest: bool = False) -> list[int] | None:
     """Blocks of the loop's *steady-state* path: from the header to a block that branches back, the path
     that moves the most global + shared bytes (cp.async copies included), and of those the one with the
-    fewest instructions.
+    fewest instructions (``longest``: the most - the *element path*, below).
 
     Where the body branches (rung 05/06 fall back to guarded scalar loads when A, B are not 16-byte
     aligned, rung 06 skips the prefetch on the last tile, rung 02 guards a partial load round), this is
     the iteration of an interior tile: aligned (one LDG.128 moves as many bytes as four scalar LDGs, and
     is shorter), not the last (the prefetch moves bytes), the busiest thread (the guarded round taken).
+    With ``longest`` the same bytes by the longest path: the guarded element loads a kernel falls back to when
+    A's or B's rows are not 16-byte aligned (K or N not a multiple of 4), where it has such a branch.
     Inner back edges are cut, so a rolled inner loop counts once."""
     dom = dominators(blocks)
     succ = {b: [s for s in blocks[b].succ if s in body and s != h and s not in dom[b]] for b in body}
@@ -677,7 +680,7 @@ def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: 
 
     def score(b: int) -> tuple[int, int]:
         ins = instrs[blocks[b].start:blocks[b].end]
-        return sum(moved_bytes(i.family) for i in ins), -len(ins)
+        return sum(moved_bytes(i.family) for i in ins), (len(ins) if longest else -len(ins))
 
     best: dict[int, tuple[tuple[int, int], int | None]] = {h: (score(h), None)}
     for b in order:
@@ -851,6 +854,14 @@ def warp_trace(instrs: Sequence[Instr], global_latency: float, shared_latency: f
     return {"ends": ends, "waits": waits, "most_in_flight": most_in_flight}
 
 
+def loop_trace_table(path: Sequence[Instr]) -> list[list[float]]:
+    """``loop_trace_cycles`` of :func:`loop_structure` alone: one warp's steady iteration of ``path`` at every
+    (global, shared) latency of the trace grid."""
+    return [[round((e[3] - e[1]) / 2.0, 2) for e in (warp_trace(path, lg, ls, repeat=4)["ends"]
+                                                   for ls in TRACE_SHARED_LATENCIES)]
+            for lg in TRACE_GLOBAL_LATENCIES]
+
+
 def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
     """The main loop's structure as the timing model uses it (``model.facts``):
 
@@ -923,17 +934,23 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int], arch: str = "sm
     branches = sum(1 for i in loop_instrs if i.family == "BRA" and not _unconditional(i))
     path = steady_path(body, blocks, h, loop_blocks)
     path_instrs = [] if path is None else [i for b in path for i in body[blocks[b].start:blocks[b].end]]
+    elem = steady_path(body, blocks, h, loop_blocks, longest=True)
+    elem_instrs = [] if elem is None else [i for b in elem for i in body[blocks[b].start:blocks[b].end]]
     out.update(
         loop_found=True, sass_loop=_hist(loop_instrs), loop_instructions=len(loop_instrs),
         loop_ffma=sum(1 for i in loop_instrs if i.family == "FFMA"),
         loop_branches=max(0, branches - 1),   # minus the back edge itself
         sass_loop_path=_hist(path_instrs), loop_path_instructions=len(path_instrs) if path else None,
+        loop_element_path_instructions=len(elem_instrs) if elem else None,
         loop_start=head_addr,
         prologue_instructions=sum(1 for i in outside if i.addr < head_addr),
         epilogue_instructions=sum(1 for i in outside if i.addr > head_addr),
     )
     if path_instrs:
         out.update(loop_structure(path_instrs, [i for i in outside if i.addr < head_addr]))
+        # the element path's lone-warp iteration (the same trace), where it differs from the steady path
+        out["loop_element_trace_cycles"] = (out["loop_trace_cycles"] if len(elem_instrs) == len(path_instrs) else
+                                            loop_trace_table(elem_instrs))
         # register-bank conflicts of the steady iteration's FFMAs (tools/bank_conflicts.py): extra operand reads
         from tools.bank_conflicts import BANK_RULE, ffma_conflicts
         rule = BANK_RULE.get(arch, "pairs")
