@@ -1211,10 +1211,10 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         notes.append("no compiler facts with a loop trace for this config: instructions and latency estimated")
     if K % 4 or N % 4:
         which = " and ".join(f"{d} = {v}" for d, v in (("K", K), ("N", N)) if v % 4)
-        notes.append(f"{which} not a multiple of 4: the rows of A (K) or B (N) are not 16-byte aligned (no 16-byte loads "
-                     "of them: the kernels' element path, whose SASS the compiler facts do not trace), which the model "
-                     "knows only in part - its known weak spot: on the H200 most rungs ran 5-27 % slower than predicted "
-                     "at such sizes (the shipped data; logs/odd-2026-12-01)")
+        notes.append(f"{which} not a multiple of 4: the rows of A (K) or B (N) are not 16-byte aligned and the kernels "
+                     "take their element path (charged from its SASS where the loop branches to it); the model's known "
+                     "weak spot all the same: on the H200 rung 04, the naive kernel and split-K at odd N (scalar "
+                     "reductions) ran 10-76 % slower than predicted at such sizes (the shipped data; logs/odd-2026-12-01)")
     flops = 2.0 * M * N * K
     return Prediction(gpu=gpu.name, config=cfg, M=M, N=N, K=K, flops=flops, time_s=float(r["time_s"]),
                       bound=LIMITS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),
