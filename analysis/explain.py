@@ -99,6 +99,13 @@ def _per_round(gpu, cfg, b: int, prm, registers=None) -> dict:
             "latency": float(lim[3]), "round": float(r["sm_cycles"])}
 
 
+def _slice_iterations(cfg, K: int, k_tile: int) -> int:
+    """Main-loop iterations of one block: over its split-K slice (the first, the longest), all of K without."""
+    from model.registry import k_slices
+    k0, k1 = k_slices(cfg, K)[0]
+    return -(-(k1 - k0) // k_tile)
+
+
 def _resident(ev, gpu) -> int:
     """Resident blocks in the rounds that make up most of the busiest SM's time: the blocks per SM when
     it runs at least one full round, else the fewer blocks of its only (partial) round."""
@@ -269,9 +276,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     blocks = int(ev["blocks"])
     per_sm = -(-blocks // sms)
     full, rem = divmod(per_sm, max(b_fit, 1))
-    from model.registry import k_slices
-    k0, k1 = k_slices(cfg, pred.K)[0]                 # the first (longest) split-K slice; all of K without split-K
-    nk = -(-(k1 - k0) // prof.k_tile)
+    nk = _slice_iterations(cfg, pred.K, prof.k_tile)
     waves = int(ev["waves"])
     last = blocks - (waves - 1) * sms * max(b_fit, 1)
     slots = sms * max(b_fit, 1)
@@ -305,7 +310,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
 def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -> dict:
     """Everything ``analyze.py explain`` shows, as a dict (SI units; counts are per launch)."""
     from model.facts import facts_for
-    from model.registry import geometry, k_slices, validate_size
+    from model.registry import geometry, validate_size
     from model.simulate import NCU_METRICS, simulate
     from model.timing import LIMITS, load_loro_params, load_params, predict, profile, rates
 
@@ -367,7 +372,7 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
     per_sm = -(-sim.blocks // rt.sms)
     waves = {"blocks": int(ev["blocks"]), "sms": rt.sms, "blocks_per_sm": b, "waves": int(ev["waves"]),
              "busiest_sm_blocks": per_sm, "full_rounds": per_sm // max(b, 1), "partial_round_blocks": per_sm % max(b, 1),
-             "iterations_per_round": -(-(k_slices(cfg, K)[0][1] - k_slices(cfg, K)[0][0]) // prof.k_tile)}  # per slice
+             "iterations_per_round": _slice_iterations(cfg, K, prof.k_tile)}
     occupancy = {"blocks_per_sm": occ.blocks_per_sm, "limiter": occ.limiter, "limits": dict(occ.limits),
                  "threads_per_block": occ.threads_per_block, "warps_per_block": occ.warps_per_block,
                  "active_warps": occ.active_warps, "fraction": occ.fraction,

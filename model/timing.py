@@ -948,7 +948,7 @@ def _element_path(pa: ProfileArrays, N, K) -> ProfileArrays:
     ``long_sb`` 0.03 -> 0.17 per instruction (the element loads waited before their stores)."""
     share_a = pa.BM / np.maximum(pa.BM + pa.BN, 1)
     w = share_a * (np.asarray(K) % 4 != 0) + (1.0 - share_a) * (np.asarray(N) % 4 != 0)
-    if not np.any(w * (pa.elem + pa.elem_trace.max(axis=(1, 2)))):
+    if not np.any(w):
         return pa
     return replace(pa, instr=pa.instr + w * pa.elem, trace=pa.trace + w[:, None, None] * pa.elem_trace)
 
@@ -1213,8 +1213,9 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         which = " and ".join(f"{d} = {v}" for d, v in (("K", K), ("N", N)) if v % 4)
         notes.append(f"{which} not a multiple of 4: the rows of A (K) or B (N) are not 16-byte aligned and the kernels "
                      "take their element path (charged from its SASS where the loop branches to it); the model's known "
-                     "weak spot all the same: on the H200 rung 04, the naive kernel and split-K at odd N (scalar "
-                     "reductions) ran 10-76 % slower than predicted at such sizes (the shipped data; logs/odd-2026-12-01)")
+                     "weak spot all the same: on the H200 the kernels without an element branch (element loads "
+                     "throughout) and split-K at odd N (scalar reductions) ran 10-76 % slower than predicted at such "
+                     "sizes (the shipped data; logs/odd-2026-12-01)")
     flops = 2.0 * M * N * K
     return Prediction(gpu=gpu.name, config=cfg, M=M, N=N, K=K, flops=flops, time_s=float(r["time_s"]),
                       bound=LIMITS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),

@@ -884,14 +884,9 @@ def loop_structure(path: Sequence[Instr], prologue: Sequence[Instr]) -> dict:
         c = {"LDG": "G", "LDGSTS": "G", "STS": "S", "BAR": "B", "FFMA": "F", "LDS": "L"}.get(b)
         if c and (not order or order[-1] != c or c in "GSB"):
             order.append(c)
-    table, pro = [], []
-    for lg in TRACE_GLOBAL_LATENCIES:
-        row = []
-        for ls in TRACE_SHARED_LATENCIES:
-            e = warp_trace(path, lg, ls, repeat=4)["ends"]
-            row.append(round((e[3] - e[1]) / 2.0, 2))
-        table.append(row)
-        pro.append([round(warp_trace(prologue, lg, ls)["ends"][0], 1) for ls in TRACE_SHARED_LATENCIES])
+    table = loop_trace_table(path)
+    pro = [[round(warp_trace(prologue, lg, ls)["ends"][0], 1) for ls in TRACE_SHARED_LATENCIES]
+           for lg in TRACE_GLOBAL_LATENCIES]
     hi = TRACE_GLOBAL_LATENCIES[-1]
     full = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=4)
     one = warp_trace(path, hi, TRACE_SHARED_LATENCIES[0], repeat=3)
