@@ -76,6 +76,19 @@ no more than a later one). A kernel whose SASS exceeds the cache makes every blo
 once (before and after its main loop) and its first pass over the loop (:func:`model.timing.evaluate`). Other
 architectures: not measured, no charge."""
 
+L1_TAG = {"sm_90": (0.82, 3.31)}
+"""(cycles a global-load instruction spends in the L1 tag stage beside its lines, 128-byte lines the stage looks up a
+cycle) per architecture, for loads that stream (a main loop's: each line is fetched into the L1 once, or read again
+for a few iterations while its next sectors arrive): one warp's load costs ``max(1, c0 + lines / rate)`` cycles.
+Measured on the H200 by ``experiments/l1_lines.py`` (``experiments/results/h200/l1_lines-2026-12-01.json``,
+2026-12-01, one 32-warp block per SM): loads whose lanes walk K along 4, 8, 16 and 32 rows of A in distinct banks
+cost 2.16, 3.10, 5.65 and 10.52 cycles a warp-load (the least-squares line: 0.82 + lines / 3.31); the same loads
+hitting in L1 every time cost 1.20, 2.38, 4.32 and 8.38 (0.26 + lines / 3.93), one or two lines a load 1.0. Rows in
+one bank cost one data-stage wavefront each (32 rows: 32.0 cycles, whether they hit or stream), so the data stage
+and the tag stage bind in turn (:func:`model.timing._l1_wavefronts`). Other architectures: not measured, the tag
+stage at 3 lines a cycle with no per-load term (the figure inferred from the H200's naive-kernel rows before this
+benchmark)."""
+
 
 
 @dataclass(frozen=True)

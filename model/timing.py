@@ -171,7 +171,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import CODE_CACHE, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH
+from .facts import CODE_CACHE, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
@@ -300,12 +300,15 @@ def rates(gpu) -> Rates:
 # --------------------------------------------------------------------------------------------------
 
 _BANK_RESIDUES = 32     # model.counts.BANK_RESIDUES: banks of the L1 data array
-# The L1 tag stage's rate for a global load whose lanes touch many lines: about 3 lines a cycle. No
-# published figure: inferred from the H200 development rows (ladder, edge_dev, edge_val*) of the naive
-# kernel walking A's column at an odd K, where every lane reads its own bank (one data wavefront) and a
-# warp's 32 lines cost ~11 cycles per iteration (at K a multiple of 32 they cost 32: the data stage's
-# 32-way bank conflict; 3 and 4 lines a cycle score within 0.5 % of each other on those rows).
-_L1_TAG_LINES_PER_CYCLE = 3.0
+# The L1 tag stage where the architecture's is not measured (model.facts.L1_TAG): about 3 lines a cycle, no per-load
+# term. No published figure: inferred from the H200 development rows (ladder, edge_dev, edge_val*) of the naive
+# kernel walking A's column at an odd K, before experiments/l1_lines.py measured the H200's.
+_L1_TAG_DEFAULT = (0.0, 3.0)
+
+
+def l1_tag(arch: str) -> tuple[float, float]:
+    """(cycles a global load spends in the L1 tag stage beside its lines, lines a cycle) of ``arch``."""
+    return L1_TAG.get(arch, _L1_TAG_DEFAULT)
 
 TRACE_GLOBAL = np.arange(0.0, 1601.0, 100.0)    # tools.compiler_facts.TRACE_GLOBAL_LATENCIES
 TRACE_SHARED = np.array([20.0, 40.0])           # tools.compiler_facts.TRACE_SHARED_LATENCIES
@@ -564,17 +567,22 @@ def _mva(s, Z, n):
     return Z + R
 
 
-def _l1_wavefronts(pa: ProfileArrays, K, N) -> np.ndarray:
+def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str) -> np.ndarray:
     """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
     data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
-    conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, which looks up
-    :data:`_L1_TAG_LINES_PER_CYCLE` 128-byte lines a cycle, whichever is longer. Where the data stage
-    is not known per residue, one line a cycle (the data stage of a line-per-wavefront access)."""
+    conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, whichever is longer.
+    The tag stage takes ``c0 + lines / rate`` cycles a load (:func:`l1_tag`, measured on the H200 by
+    ``experiments/l1_lines.py``: a load whose lanes walk 32 rows of A costs 10.5 cycles, 1 line 1 cycle), at least
+    one; over a block's loads ``max(loads, c0 loads + lines / rate)`` (the sum over loads of ``max(1, ...)`` where
+    the loads of an iteration touch similar numbers of lines, as they do). Where the data stage is not known per
+    residue, one line a cycle (the data stage of a line-per-wavefront access)."""
     rows = np.arange(len(pa))
     kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
     nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
     data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr]
-    return np.where(pa.has_wf > 0, np.maximum(data, pa.l1_lines / _L1_TAG_LINES_PER_CYCLE), pa.l1_lines)
+    c0, rate = l1_tag(arch)
+    tag = np.maximum(pa.gld_instr, c0 * pa.gld_instr + pa.l1_lines / rate) if c0 > 0 else pa.l1_lines / rate
+    return np.where(pa.has_wf > 0, np.maximum(data, tag), pa.l1_lines)
 
 
 def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
@@ -1020,7 +1028,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    l1_wf = _l1_wavefronts(pa, K, N)
+    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
@@ -1183,8 +1191,8 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                      if prof.fetch_cycles > 0 else ""),
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]))[0]) / prof.warps:.2f} global-load "
-               f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the lines at ' + format(_L1_TAG_LINES_PER_CYCLE, 'g') + ' a cycle in the tag stage' if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
+        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]), gpu.arch)[0]) / prof.warps:.2f} global-load "
+               f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the tag stage: ' + format(l1_tag(gpu.arch)[0], 'g') + ' cycles a load + the lines at ' + format(l1_tag(gpu.arch)[1], 'g') + ' a cycle' if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
                f"added to the shared wavefronts (one L1TEX data stage)"),
         "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle global latency "
                     f"({'loaded: latency_scale x L2, a barrier waits for all tile loads' if prof.barriers > 0 else 'L2, or DRAM when a waited sector misses L2'}) "

@@ -198,7 +198,7 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-@pytest.mark.parametrize("name", ["icache", "icache_cold", "lds_patterns", "overlap"])
+@pytest.mark.parametrize("name", ["icache", "icache_cold", "l1_lines", "lds_patterns", "overlap"])
 @pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
                                         (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
                                         (["--out", "no/such/folder/x.json"], "does not exist")])
@@ -329,3 +329,23 @@ def test_clockprobe_result_backs_one_sustained_clock_for_every_kernel() -> None:
         assert len(fields) > 50
         assert all(abs(float(f[1]) * 1e6 - clock) / clock < 0.01 for f in fields)
         assert all(int(f[3], 16) == 0 for f in fields) and max(float(f[2]) for f in fields) < 700
+
+
+def test_l1_lines_result_backs_the_tag_stage_constants() -> None:
+    # the shipped run: streaming loads over 4-32 lines fit c0 + lines / rate within 0.15 cycles, the constants of
+    # model.facts.L1_TAG; loads whose rows share one bank cost a data-stage wavefront each (32 rows: 32 cycles)
+    import json
+    import numpy as np
+    from model.facts import L1_TAG
+    d = json.loads((Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200"
+                    / "l1_lines-2026-12-01.json").read_text())
+    assert d["schema"] == "gemmscope.l1_lines" and "H200" in d["gpu"]
+    rows = [r for r in d["rows"] if r["warps_per_block"] == 32]
+    st = [r for r in rows if r["mode"] == "stream" and r["pattern"] in ("A_coal8", "A_unc8", "A_unc16", "A_unc32")]
+    L = np.array([r["lines"] for r in st], dtype=float)
+    y = np.array([r["cycles_per_load"] for r in st])
+    slope, c0 = np.polyfit(L, y, 1)
+    assert (c0, 1 / slope) == pytest.approx(L1_TAG["sm_90"], abs=0.02)
+    assert np.abs(y - (c0 + slope * L)).max() < 0.15
+    bank = {r["pattern"]: r["cycles_per_load"] for r in rows if r["pattern"].endswith("_bank")}
+    assert bank["rows32_bank"] == pytest.approx(32.0, rel=0.01) and bank["rows8_bank"] == pytest.approx(8.0, rel=0.01)

@@ -445,3 +445,36 @@ def test_the_element_path_costs_where_k_or_n_is_not_a_multiple_of_four() -> None
     naive = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
     assert profile(naive, "sm_90").element_path_extra == 0
     assert predict(H200, naive, 2048, 2047, 2048).time_s < 1.01 * predict(H200, naive, 2048, 2048, 2048).time_s
+
+
+def test_the_l1_tag_stage_charges_each_load_beside_its_lines() -> None:
+    # experiments/l1_lines.py on the H200: a warp's load walking 32 rows of A in distinct banks costs ~10.5 cycles,
+    # a one-line load 1 cycle: max(1, c0 + lines / rate) a load. The naive kernel's uncoalesced 32-wide block at an
+    # odd K (A: 32 lines, B: 1, two loads) pays 2 c0 + 33 / rate; at K a multiple of 32 the data stage's 32-way bank
+    # conflict binds instead (33 wavefronts), unchanged; a one-line-a-load kernel pays about one cycle a load.
+    import model.timing as mt
+    from model.facts import L1_TAG
+    c0, rate = L1_TAG["sm_90"]
+    unc = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=0")
+    pa = _arrays_for(H200, [unc], [None])[0][0]
+    warps = float(pa.warps[0])
+    odd = float(mt._l1_wavefronts(pa, np.array([2047]), np.array([2047]), "sm_90")[0]) / warps
+    assert odd == pytest.approx(2 * c0 + 33 / rate, rel=0.02)
+    al = float(mt._l1_wavefronts(pa, np.array([2048]), np.array([2048]), "sm_90")[0]) / warps
+    assert al == pytest.approx(33.0, rel=0.02)
+    coal = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
+    pc = _arrays_for(H200, [coal], [None])[0][0]
+    assert float(mt._l1_wavefronts(pc, np.array([2047]), np.array([2047]), "sm_90")[0]) / float(pc.warps[0]) \
+        == pytest.approx(max(2.0, 2 * c0 + 2 / rate), rel=0.02)     # one line a load: ~1.1 cycles (1.08 measured)
+    # an architecture without a measurement keeps the lines at 3 a cycle, no per-load term
+    assert float(mt._l1_wavefronts(pa, np.array([2047]), np.array([2047]), "sm_86")[0]) / warps \
+        == pytest.approx(33 / 3.0, rel=0.02)
+    # and the uncoalesced kernel at an odd K is slower with the per-load term than without it
+    real = dict(L1_TAG)
+    try:
+        L1_TAG["sm_90"] = (0.0, 3.0)
+        before = predict(H200, unc, 3001, 3001, 3001).time_s
+    finally:
+        L1_TAG.clear()
+        L1_TAG.update(real)
+    assert predict(H200, unc, 3001, 3001, 3001).time_s > 1.05 * before
