@@ -527,6 +527,7 @@ class ProfileArrays:
     elem_trace: np.ndarray   # (rows, trace grid): the element path's lone-warp iteration minus the steady path's
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
+    vred: np.ndarray         # 1: split-K slices add C with 16-byte vector reductions where C's rows are 16-byte aligned
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -993,17 +994,24 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
     b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
     c_bytes = (BYTES_PER_ELEMENT * M * N).astype(np.float64)
+    # A kernel that adds its partial tile with 16-byte vector reductions falls back to 4-byte ones where C's rows are
+    # not 16-byte aligned (N % 4 != 0): each vector becomes four scalar reductions, every one touching the sectors the
+    # vector did (lanes four floats apart: 16 sectors a warp instruction), so the L2 performs four times the sector
+    # operations - the count the simulator gives a kernel whose split-K reductions are always scalar. Why: the vector-reduction
+    # kernel's rows at odd N ran 15-77 % slower than predicted with the vector count (odd, edge_val10, ladder; 2026-12-01).
+    scalar_fallback = (S > 1) & (N % 4 != 0) & (pa.vred > 0)
+    store_sectors = pa.store_sectors * np.where(scalar_fallback, 4.0, 1.0)
     rows, inv = _distinct_rows(gm, gn, bps)
     fr = np.array([_l1_shared_fractions(x, y, r.sms, z) for x, y, z in rows]).reshape(-1, 2)[inv]
-    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * pa.store_sectors * blocks
+    l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * store_sectors * blocks
     # A store that writes part of a 32-byte sector costs the L2 a read-modify-write of it (the L2 keeps
     # whole sectors, with ECC on HBM parts): two sector accesses instead of one. An atomic add (split-K: every
     # slice adds its partial tile into C at the L2) is a reduction in the L2, at the rate the GPU reduces float
     # sectors ([timing].l2_reduction_bytes_per_s: microbenchmarked with the epilogue's own pattern, lanes four
     # floats apart; half the L2 bandwidth where not measured).
     reduce = S > 1
-    partial = ((4.0 * BM * BN / np.maximum(pa.store_sectors, 1.0)) < 32.0) & ~reduce
-    c_sector_bytes = 32.0 * pa.store_sectors * blocks
+    partial = ((4.0 * BM * BN / np.maximum(store_sectors, 1.0)) < 32.0) & ~reduce
+    c_sector_bytes = 32.0 * store_sectors * blocks
     l2_time_bytes = l2_bytes + np.where(partial, c_sector_bytes, 0.0) - np.where(reduce, c_sector_bytes, 0.0)
     wave = r.sms * bps
     # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
@@ -1022,7 +1030,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # the tile bytes that miss L2 (f = DRAM read bytes / L2 read bytes: the traffic model's miss ratio).
     # When one operand streams from DRAM (a skinny M or N: each tile of it is read by one block only),
     # f -> 1/2 .. 1 and the iteration waits for DRAM; at large square sizes f is small.
-    l2_reads = l2_bytes - 32.0 * pa.store_sectors * blocks
+    l2_reads = l2_bytes - 32.0 * store_sectors * blocks
     f_miss = _dram_share_waited(pa, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads)
     lsync = prm.latency_scale * r.l2_latency_cycles + f_miss * (r.dram_latency_cycles - r.l2_latency_cycles)
     lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
@@ -1040,7 +1048,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # same time, and the round's epilogue lasts at least as long as the L2 takes for all of them (to reduce
     # them, with split-K).
     c_rate = np.where(reduce, r.l2_reduction_bytes_per_s, r.l2_bytes_per_s)
-    store_cycles_per_block = r.sms * pa.store_sectors * 32.0 / c_rate * r.clock_hz
+    store_cycles_per_block = r.sms * store_sectors * 32.0 / c_rate * r.clock_hz
 
     def epilogue(bb):
         return bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines), store_cycles_per_block)
@@ -1099,15 +1107,15 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
 
 def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
     """ProfileArrays from the profile columns and the geometry (residency from the occupancy calculator)."""
-    BM, BN, threads, smem, split_k, swizzle = (
+    BM, BN, threads, smem, split_k, swizzle, vred = (
         np.array([getattr(g, a) for g in geos], dtype=np.int64)
-        for a in ("BM", "BN", "threads", "smem_bytes", "split_k", "swizzle_group"))
+        for a in ("BM", "BN", "threads", "smem_bytes", "split_k", "swizzle_group", "vector_reduction"))
     bps = blocks_per_sm_array(gpu, threads, col["registers"], smem)
     n = len(geos)
     return ProfileArrays(BM=BM, BN=BN, k_tile=np.asarray(col["k_tile"], dtype=np.int64),
                          **{k: np.asarray(col[k], dtype=np.float64).reshape((n,) + np.shape(col[k])[1:])
                             for k in _PROFILE_ATTR if k not in ("k_tile", "registers")},
-                         smem=smem.astype(np.float64), bps=bps, split_k=split_k, swizzle=swizzle)
+                         smem=smem.astype(np.float64), bps=bps, split_k=split_k, swizzle=swizzle, vred=vred)
 
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):

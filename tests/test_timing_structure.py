@@ -478,3 +478,22 @@ def test_the_l1_tag_stage_charges_each_load_beside_its_lines() -> None:
         L1_TAG.clear()
         L1_TAG.update(real)
     assert predict(H200, unc, 3001, 3001, 3001).time_s > 1.05 * before
+
+
+def test_vector_reductions_fall_back_to_four_scalar_ones_at_an_unaligned_n() -> None:
+    # split-K with 16-byte vector reductions: at N % 4 != 0 each vector becomes four 4-byte reductions touching the
+    # same sectors, four times the L2's sector operations (what the simulator counts for always-scalar reductions);
+    # the L2 bytes of C and the round's epilogue grow with them. A kernel whose reductions are always scalar, or one
+    # without split-K, is unchanged by the alignment.
+    vred = KernelConfig.parse("12:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8")
+    scal = KernelConfig.parse("11:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8")
+    plain = KernelConfig.parse("12:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=8")
+    assert profile(scal, "sm_90").store_sectors == 4 * profile(vred, "sm_90").store_sectors
+    a, o = _ev(vred, 2048, 2048, 2048), _ev(vred, 2048, 2047, 2048)
+    c_a = a["l2_bytes"] - 4 * 2048 * 2048 * (2048 // 128 + 2048 // 128)
+    c_o = o["l2_bytes"] - 4 * 2048 * (2048 * 16 + 2047 * 16)
+    assert c_o == pytest.approx(4 * c_a, rel=0.01)
+    assert o["time_s"] > 1.2 * a["time_s"]
+    for cfg in (scal, plain):
+        x, y = _ev(cfg, 2048, 2048, 2048), _ev(cfg, 2048, 2047, 2048)
+        assert y["time_s"] < 1.1 * x["time_s"]
