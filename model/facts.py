@@ -76,6 +76,13 @@ no more than a later one). A kernel whose SASS exceeds the cache makes every blo
 once (before and after its main loop) and its first pass over the loop (:func:`model.timing.evaluate`). Other
 architectures: not measured, no charge."""
 
+DRAM_FETCH_BYTES = {"sm_90": 64}
+"""Bytes the L2 fills from DRAM when a sector misses, per architecture. Measured on the H200 by
+``experiments/dram_fetch.py`` (``experiments/results/h200/dram_fetch-2026-12-01.json``, 2026-12-01): one thread reading
+the four sectors of 1,024 lines in turn after an L2 flush pays DRAM's latency for sectors 0 and 2 (669-690 cycles,
+medians of three repeats) and an L2 hit's for sectors 1 and 3 (301-305): 64 bytes. Other architectures: not
+measured, one 32-byte sector (:mod:`model.timing`)."""
+
 L1_TAG = {"sm_90": (0.82, 3.31)}
 """(cycles a global-load instruction spends in the L1 tag stage beside its lines, 128-byte lines the stage looks up a
 cycle) per architecture, for loads that stream (a main loop's: each line is fetched into the L1 once, or read again

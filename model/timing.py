@@ -96,17 +96,26 @@ of the ``n`` resident warps in this closed network gives the time of one iterati
 32x32 question is this ``n``.
 
 *Loaded latency.* A loop with a barrier waits, every iteration, for the slowest of all its warps' tile
-loads - many lines, at least one of them first touched in that iteration (a miss, or a hit on a miss in
-flight) and queued behind the others: the global-load latency the trace waits is ``latency_scale x``
-the L2 hit latency (``latency_scale`` is one of the calibrated parameters), plus DRAM's extra latency
-(unloaded, DRAM - L2) in the share ``f`` of the tile bytes that miss L2 (the traffic model's DRAM read
-bytes over its L2 read bytes): small at large square sizes, 1/2 to 1 when one operand streams from DRAM
-once (a skinny M or N, where each of its tiles is read by one block). A loop without a barrier
-(each warp on its own, e.g. the naive kernel) waits only for its own few lines per exposure: the
-unloaded L2 hit latency, or DRAM's when one of those sectors is read from DRAM, with the probability
-the traffic model's L2 miss ratio gives (:func:`_waited_latency`). This is the seed's 16x16 versus
-32x32 case: the naive kernel's operands, shared by every block of a wave, come from L2, so 32 warps of
-one 1024-thread block hide most of the latency, as the forced-residency measurements show.
+loads: the global-load latency the trace waits is ``latency_scale x`` the L2 hit latency (``latency_scale`` is
+one of the calibrated parameters), plus DRAM's extra latency (unloaded, DRAM - L2) in the share of the
+iterations whose tiles come from DRAM (:func:`_wave_walks`): the blocks of a wave start together and walk K in
+step, so a tile the wave touches first (every tile of the first wave: the L2 is flushed before every timed
+launch) or again after the L2 lost it is read from DRAM once and waited for by every block of the wave that
+shares it (a hit on a miss in flight waits for the miss). Per operand, that share is its DRAM reads over the
+panel bytes the waves touch: at 4096^3 with 128 x 128 tiles a wave reads the 64 MB of B again (the L2 kept
+none of it) and nearly every iteration waits for DRAM, though the L2 serves each tile to the 4-32 blocks that
+share it (a miss ratio of a few percent, the share this model took before 2026-12-01). Nsight Compute on the
+rung-04 classic config there (one block per SM, nothing hides the wait): 761 cycles of ``long_sb`` and 281 of
+``barrier`` stalls per iteration, against the 708-cycle latency of the miss-ratio model. Fitted with the share,
+``latency_scale`` fell from 2.09 to 1.2: the loaded L2 latency is near the unloaded one, DRAM's the difference. The
+L2 fills a 64-byte fetch from DRAM (``experiments/dram_fetch.py``: of a line's four sectors read in turn, the first
+and third cost DRAM's 680 cycles, the second and fourth an L2 hit's 300), so a tile of A, which reads
+``4 BK`` contiguous bytes of each row per iteration, asks DRAM only every ``64 / (4 BK)`` iterations. A loop
+without a barrier (each warp on its own, e.g. the naive kernel) waits only for its own few sectors per exposure:
+the unloaded L2 hit latency, or DRAM's when one of them is read from DRAM, with the probability the traffic model's
+L2 miss ratio gives (:func:`_waited_latency`: these warps drift apart, and a read from DRAM is waited for by the
+warp that missed). This is the seed's 16x16 versus 32x32 case: 32 warps of one 1024-thread block hide most
+of the latency, as the forced-residency measurements show.
 
 *A block's warps stretch its compute phase.* Between two barriers the ``W`` warps of a block share the
 SM's schedulers, each issuing at ``1/phi`` of a lone warp's rate (``phi = ceil(W / 4)``): a load issued a
@@ -171,13 +180,15 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import CODE_CACHE, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG
+from .facts import CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
 
 _SASS_BYTES = 16
 """Bytes of one Volta-and-later SASS instruction (128-bit encoding)."""
+_SECTOR_BYTES = 32
+"""Bytes of an L2 sector: what the L2 fetches from DRAM at the least (where the fetch is not measured)."""
 CALIBRATION_FILE = Path(__file__).resolve().parent / "data" / "calibration.json"
 LIMITS = ("issue", "shared", "l1", "latency", "l2", "dram")
 
@@ -739,10 +750,20 @@ def _launch_bytes(m: int, n: int, k: int, bm: int, bn: int) -> tuple[int, int, f
     return (-(-m // bm), -(-n // bn), 4.0 * bm * k, 4.0 * bn * k, 4.0 * (m * k + k * n), 4.0 * m * n)
 
 
-@lru_cache(maxsize=200_000)
 def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float) -> tuple[float, float]:
-    """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch: the blocks run in row-major
-    launch order, ``w`` at a time, against an L2 that keeps ``cap`` bytes (LRU, write-back, write-allocate).
+    """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch in row-major launch order: see
+    :func:`_wave_walk_one`."""
+    ra, rb, wr, _, _ = _wave_walk_one(m, n, k, bm, bn, w, cap)
+    return ra + rb, wr
+
+
+@lru_cache(maxsize=200_000)
+def _wave_walk_one(m: int, n: int, k: int, bm: int, bn: int, w: int,
+                   cap: float) -> tuple[float, float, float, float, float]:
+    """(DRAM bytes read for A, for B, DRAM bytes written for C, the A and the B panel bytes the waves touch, each
+    wave's distinct panels summed over the waves) of one launch: the blocks run in row-major launch order, ``w``
+    at a time, against an L2 that keeps ``cap`` bytes (LRU, write-back, write-allocate). The reads over the
+    touched bytes is the share of a wave's tile loads that come from DRAM (:func:`_wave_first_touch`).
 
     *Reads.* Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
     blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once), then writes
@@ -756,8 +777,17 @@ def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float)
     was evicted during the kernel and written to DRAM. (What stays dirty is written back after the kernel.)"""
     gm, gn, a_panel, b_panel, unique, c_all = _launch_bytes(m, n, k, bm, bn)
     nb = gm * gn
+    starts = np.arange(0, nb, w, dtype=np.int64)
+    ends = np.minimum(starts + w, nb) - 1
+    length = ends - starts + 1
+    r0, r1 = starts // gn, ends // gn
+    ncols = np.where(length >= gn, gn, length)
+    # the panels of the last block row / column hold only the rows / columns inside C: the mean panel
+    foot_a = float(np.sum(r1 - r0 + 1)) * a_panel * m / (gm * bm)
+    foot_b = float(np.sum(ncols)) * b_panel * n / (gn * bn)
+    ua, ub = 4.0 * m * k, 4.0 * k * n                         # A and B once (unique = ua + ub)
     if unique + c_all <= cap:
-        return unique, 0.0
+        return ua, ub, 0.0, foot_a, foot_b
     # Writes: walk back from the last wave while the footprint of the waves after it (contiguous blocks:
     # rows r0 .. the last row; all columns once the range spans a whole row of blocks) leaves room for its C.
     nw = -(-nb // w)
@@ -772,17 +802,12 @@ def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float)
         later = c_all * (nb - s) / nb + (last_row - s // gn + 1) * a_panel + min(gn, nb - s) * b_panel
     writes = max(writes, 0.0)
     if nb <= w:
-        return unique, writes
+        return ua, ub, writes, foot_a, foot_b
     # Reads: nothing is read again when even the longest reuse distance fits.
     foot_max = min(gm, w // gn + 2) * a_panel + min(gn, w) * b_panel
     if (foot_max + c_all * w / nb) * max(1.0, gn / w) <= cap:
-        return unique, writes
-    starts = np.arange(0, nb, w, dtype=np.int64)
-    ends = np.minimum(starts + w, nb) - 1
-    length = ends - starts + 1
+        return ua, ub, writes, foot_a, foot_b
     cw = c_all * length / nb                                  # C written by each wave
-    r0, r1 = starts // gn, ends // gn
-    ncols = np.where(length >= gn, gn, length)
     foot = (r1 - r0 + 1) * a_panel + ncols * b_panel
 
     def miss(d, spread):
@@ -791,16 +816,16 @@ def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float)
     shared_row = np.zeros(len(starts), dtype=bool)
     shared_row[1:] = r0[1:] == r1[:-1]
     prev_foot, prev_cw = np.append(foot[:1], foot[:-1]), np.append(cw[:1], cw[:-1])   # the previous wave's
-    extra = float(np.sum(shared_row * a_panel * miss(prev_foot + prev_cw, prev_cw)))
+    extra_a = float(np.sum(shared_row * a_panel * miss(prev_foot + prev_cw, prev_cw)))
     # B: columns seen before. A wave of >= gn blocks touches every column, as did the previous wave (reuse
     # distance: one wave's stream); a shorter wave meets its columns again one row of blocks later (reuse
     # distance: the streams of the gn / w waves in between).
     if w >= gn:
-        extra += float(np.sum(ncols[1:] * b_panel * miss(prev_foot + prev_cw, prev_cw)[1:]))
+        extra_b = float(np.sum(ncols[1:] * b_panel * miss(prev_foot + prev_cw, prev_cw)[1:]))
     else:
         seen = r0 >= 1
-        extra += float(np.sum(seen * ncols * b_panel * miss((foot + cw) * (gn / w), cw * (gn / w))))
-    return unique + extra, writes
+        extra_b = float(np.sum(seen * ncols * b_panel * miss((foot + cw) * (gn / w), cw * (gn / w))))
+    return ua + extra_a, ub + extra_b, writes, foot_a, foot_b
 
 
 @lru_cache(maxsize=200_000)
@@ -825,13 +850,28 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
 
 
 def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
-    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_dram_one`
-    (row-major launch order) and :func:`_wave_dram_order` (the grouped order of ``swizzle`` > 1).
+    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_walks`."""
+    return _wave_walks(M, N, K, BM, BN, blocks_per_wave, cap, split_k, swizzle)[:2]
+
+
+def _wave_walks(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
+    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C, the share of the waves' A tile loads that
+    come from DRAM, the same for B), see :func:`_wave_walk_one` (row-major launch order) and
+    :func:`_wave_walk_order` (the grouped order of ``swizzle`` > 1).
 
     Split-K (``split_k`` = S > 1): the slices run one after another in launch order (slice z after every
     tile of slice z-1), each a GEMM of depth K/S over its own A columns and B rows, all adding into the same
     C: S times the reads and writes of one slice, plus the C lines a slice evicted, read again by the
-    next slice's atomics."""
+    next slice's atomics. The DRAM shares are those of one slice.
+
+    *The DRAM share of a wave's tile loads* (per operand): the DRAM bytes read over the panel bytes the waves
+    touch (each wave's distinct panels, summed over the waves). A panel a wave touches first (the L2 is flushed
+    before every timed launch, so every panel of the first wave) or again after the L2 lost it comes from DRAM,
+    and every block of the wave that shares it waits for that read: the wave's blocks start together and walk
+    K in step, so they ask for the same tile within a DRAM latency of each other (a hit on a miss in flight
+    waits for the miss). Its reads, not its blocks, set the share: at 4096^3 with 128 x 128 tiles a wave of
+    132 blocks reads the 64 MB of B again (the L2 kept none of it) and 5 new A panels, nearly all from DRAM,
+    while the L2 serves each tile to the 4-32 blocks that share it: a miss ratio of a few percent."""
     n = len(np.atleast_1d(M))
     S = np.ones(n, dtype=np.int64) if split_k is None else np.broadcast_to(np.asarray(split_k), (n,))
     G = np.ones(n, dtype=np.int64) if swizzle is None else np.broadcast_to(np.asarray(swizzle), (n,))
@@ -841,15 +881,22 @@ def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None
         s = max(s, 1)
         ks = -(-k // s)
         args = (m, nn, ks, bm, bn, w, float(cap))
-        rd, wr = _wave_dram_one(*args) if g <= 1 else _wave_dram_order(*args, g)
-        out.append((s * rd + (s - 1) * wr, s * wr))
-    return np.array(out, dtype=np.float64).reshape(-1, 2)[inv].T
+        ra, rb, wr, ta, tb = _wave_walk_one(*args) if g <= 1 else _wave_walk_order(*args, g)
+        out.append((s * (ra + rb) + (s - 1) * wr, s * wr, min(ra / max(ta, 1.0), 1.0), min(rb / max(tb, 1.0), 1.0)))
+    return np.array(out, dtype=np.float64).reshape(-1, 4)[inv].T
+
+
+def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
+                     group: int) -> tuple[float, float]:
+    """:func:`_wave_dram_one` for the grouped launch order of ``group`` (:func:`_wave_walk_order`)."""
+    ra, rb, wr, _, _ = _wave_walk_order(m, n, k, bm, bn, w, cap, group)
+    return ra + rb, wr
 
 
 @lru_cache(maxsize=100_000)
-def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
-                     group: int) -> tuple[float, float]:
-    """:func:`_wave_dram_one` for the grouped launch order (``registry.launch_order`` with swizzle_group =
+def _wave_walk_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
+                     group: int) -> tuple[float, float, float, float, float]:
+    """:func:`_wave_walk_one` for the grouped launch order (``registry.launch_order`` with swizzle_group =
     ``group``: groups of ``group`` block rows walked column by column), by walking the waves: the same
     rules for any order. Reads: a panel last used by wave i and needed again by wave j > i was pushed
     through the L2 by the streams of waves i .. j-1 (their panels and their C), spread over their C; the
@@ -857,8 +904,6 @@ def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
     footprint of every later block (their distinct panels and C) fit in ``cap``."""
     gm, gn, a_panel, b_panel, unique, c_all = _launch_bytes(m, n, k, bm, bn)
     nb = gm * gn
-    if unique + c_all <= cap:
-        return unique, 0.0
     pid = np.arange(nb, dtype=np.int64)
     first = (pid // (group * gn)) * group
     size = np.minimum(gm - first, group)
@@ -867,6 +912,11 @@ def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
     nw = -(-nb // w)
     rs = [np.unique(rows[j * w:(j + 1) * w]) for j in range(nw)]
     cs = [np.unique(cols[j * w:(j + 1) * w]) for j in range(nw)]
+    foot_a = float(sum(len(x) for x in rs)) * a_panel * m / (gm * bm)
+    foot_b = float(sum(len(x) for x in cs)) * b_panel * n / (gn * bn)
+    ua, ub = 4.0 * m * k, 4.0 * k * n
+    if unique + c_all <= cap:
+        return ua, ub, 0.0, foot_a, foot_b
     cw = np.array([c_all * (min((j + 1) * w, nb) - j * w) / nb for j in range(nw)])
     foot = np.array([len(rs[j]) * a_panel + len(cs[j]) * b_panel for j in range(nw)])
     # writes: walk back from the last wave
@@ -882,53 +932,51 @@ def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
         c_later += cw[i]
     writes = max(writes, 0.0)
     if nb <= w:
-        return unique, writes
+        return ua, ub, writes, foot_a, foot_b
     stream = np.concatenate([[0.0], np.cumsum(foot + cw)])
     spread = np.concatenate([[0.0], np.cumsum(cw)])
     last_a = np.full(gm, -1, dtype=np.int64)
     last_b = np.full(gn, -1, dtype=np.int64)
-    extra = 0.0
+    extra = [0.0, 0.0]
     for j in range(nw):
-        for ids, last, panel in ((rs[j], last_a, a_panel), (cs[j], last_b, b_panel)):
+        for op, (ids, last, panel) in enumerate(((rs[j], last_a, a_panel), (cs[j], last_b, b_panel))):
             prev = last[ids]
             i = prev[prev >= 0]
             if len(i):
                 d = stream[j] - stream[i]
                 sp = np.maximum(spread[j] - spread[i], 1.0)
-                extra += float(np.sum(panel * np.clip((d - cap) / sp, 0.0, 1.0)))
+                extra[op] += float(np.sum(panel * np.clip((d - cap) / sp, 0.0, 1.0)))
             last[ids] = j
-    return unique + extra, writes
+    return ua + extra[0], ub + extra[1], writes, foot_a, foot_b
 
 
-def _waited_latency(r: Rates, pa: ProfileArrays, l2_read_bytes, dram_read_bytes) -> np.ndarray:
+def _waited_latency(r: Rates, pa: ProfileArrays, f) -> np.ndarray:
     """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
     block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
     for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
-    read bytes (the traffic model's L2 miss ratio); the warp waits for ``n`` sectors at once (its global
+    read bytes (the traffic model's L2 miss ratio; unlike a barrier loop's blocks, these warps drift apart, so
+    a read from DRAM is waited for by the warp that missed, not by every warp of the wave: with the wave's share
+    of :func:`_wave_walks` instead, the seed's 32x32 block at one per SM came out slower than 16x16 at six,
+    the reverse of the forced-residency measurement); the warp waits for ``n`` sectors at once (its global
     loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four - over the
     latencies in series per iteration), whether it fetched
     them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
     wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
-    f = np.clip(dram_read_bytes / np.maximum(l2_read_bytes, 1.0), 0.0, 1.0)
     chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
     n = pa.gld_sectors / pa.warps / np.maximum(chain, 0.05)
-    miss = 1.0 - np.power(1.0 - f, np.maximum(n, 1.0))
+    miss = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), np.maximum(n, 1.0))
     return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
 
 
-def _dram_share_waited(pa: ProfileArrays, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads) -> np.ndarray:
-    """The share of a barrier loop's waits that wait for DRAM. Per operand, the share of its tile bytes
-    read from DRAM: A's tiles are read by the ``gn`` block columns, B's by the ``gm`` block rows, once
-    each from DRAM (``1/gn``, ``1/gm``), plus the re-reads the traffic model adds (its DRAM reads beyond
-    A + B, over its L2 reads, on both). A loop that issues all its tile loads before it waits (one global
-    latency per iteration in the trace) waits for the slowest: DRAM when either operand's line misses,
+def _dram_share_waited(pa: ProfileArrays, fa, fb) -> np.ndarray:
+    """The share of a barrier loop's waits that wait for DRAM, from the shares ``fa``, ``fb`` of A's and B's
+    tile loads that come from DRAM (:func:`_wave_walks`: a wave's blocks ask for a tile together, so one read
+    from DRAM is waited for by all of them). A loop that issues all its tile loads before it waits (one global
+    latency per iteration in the trace) waits for the slowest: DRAM when either operand's tile comes from it,
     ``1 - (1 - fA)(1 - fB)``. A loop whose trace waits for its loads one after another (a latency chain of
     two or more: each load stored to shared memory before the next is issued) waits for each operand in
     turn: on average ``(fA + fB) / 2`` - at a skinny M, B streams from DRAM while A (one row of tiles)
     stays in L2, and only B's waits take DRAM's latency."""
-    x = np.clip((dram_reads - a_bytes - b_bytes) / np.maximum(l2_reads, 1.0), 0.0, 1.0)
-    fa = np.minimum(1.0, 1.0 / np.maximum(gn, 1) + x)
-    fb = np.minimum(1.0, 1.0 / np.maximum(gm, 1) + x)
     chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
     return np.where(chain >= 1.5, 0.5 * (fa + fb), 1.0 - (1.0 - fa) * (1.0 - fb))
 
@@ -1017,7 +1065,12 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # DRAM: A and B once, the panels a wave re-reads after the L2 (the share of it that keeps data every
     # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
     # config's launch order (swizzle) and per K slice (split-K).
-    dram_reads, dram_writes = _wave_dram(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), live, pa.swizzle)
+    dram_reads, dram_writes, f_a, f_b = _wave_walks(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), live, pa.swizzle)
+    # A's tiles walk its rows along K: an iteration reads k_tile x 4 contiguous bytes of each row, and the L2 fills
+    # from DRAM a whole fetch (model.facts.DRAM_FETCH_BYTES: 64 B on the H200), so only that share of the iterations
+    # asks DRAM for A (the next ones find it in L2: 32 B at BK = 8, every other K tile). B's tiles are rows of B:
+    # each iteration a new row, nothing fetched ahead.
+    f_a = f_a * np.minimum(1.0, BYTES_PER_ELEMENT * pa.k_tile / float(DRAM_FETCH_BYTES.get(gpu.arch, _SECTOR_BYTES)))
     waves = -(-blocks // wave)
     dram_bytes = dram_reads + dram_writes
     t_l2 = l2_time_bytes / r.l2_bytes_per_s + np.where(reduce, c_sector_bytes / r.l2_reduction_bytes_per_s, 0.0)
@@ -1027,13 +1080,12 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
     # The loaded latency a barrier waits for every iteration: latency_scale x the L2 hit latency (the
     # slowest of many tile lines, queued behind the others), plus DRAM's extra latency in the share of
-    # the tile bytes that miss L2 (f = DRAM read bytes / L2 read bytes: the traffic model's miss ratio).
-    # When one operand streams from DRAM (a skinny M or N: each tile of it is read by one block only),
-    # f -> 1/2 .. 1 and the iteration waits for DRAM; at large square sizes f is small.
-    l2_reads = l2_bytes - 32.0 * store_sectors * blocks
-    f_miss = _dram_share_waited(pa, a_bytes, b_bytes, gm, gn, l2_reads, dram_reads)
+    # the iterations whose tiles come from DRAM (_wave_walks: a panel the wave touches first, or again after the
+    # L2 lost it, is read from DRAM once and waited for by every block of the wave that shares it).
+    f_miss = _dram_share_waited(pa, f_a, f_b)
     lsync = prm.latency_scale * r.l2_latency_cycles + f_miss * (r.dram_latency_cycles - r.l2_latency_cycles)
-    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, l2_reads, dram_reads))
+    l2_reads = l2_bytes - 32.0 * store_sectors * blocks
+    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, dram_reads / np.maximum(l2_reads, 1.0)))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     l1_wf = _l1_wavefronts(pa, K, N, gpu.arch)

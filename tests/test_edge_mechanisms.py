@@ -90,13 +90,44 @@ def test_a_skinny_launch_of_the_naive_kernel_runs_only_its_active_warps() -> Non
     assert t[0] < 0.3 * t[1]
 
 
-def test_a_barrier_loop_waits_for_dram_when_one_operand_streams() -> None:
-    # At M = 1 every tile of B is read by one block only (from DRAM), at 4096^3 by 32 block rows.
+def test_a_barrier_loop_waits_for_dram_when_its_wave_touches_a_tile_first() -> None:
+    # The blocks of a wave walk K in step: a tile the wave reads first (or again after the L2 lost it) comes from
+    # DRAM once and every block sharing it waits. At M = 1 B streams (every tile read once); at 4096^3 with 128 x 128
+    # tiles a wave re-reads all 64 MB of B, which the L2 (30 MB a partition) did not keep: both wait DRAM's latency
+    # every iteration. At 2048^3 the second wave finds B (16 MB) in L2: B's share falls to about 0.7.
+    from model.timing import _wave_walks, l2_reuse_bytes
+    cap = l2_reuse_bytes(H200)
+    share = {s: _wave_walks([s[0]], [s[1]], [s[2]], [128], [128], [132], cap)[2:] for s in
+             ((1, 4096, 4096), (4096, 4096, 4096), (2048, 2048, 2048))}
+    assert float(share[(1, 4096, 4096)][1][0]) == pytest.approx(1.0)
+    assert float(share[(4096, 4096, 4096)][0][0]) == pytest.approx(1.0)
+    assert float(share[(4096, 4096, 4096)][1][0]) == pytest.approx(1.0)
+    assert 0.6 < float(share[(2048, 2048, 2048)][1][0]) < 0.8
     cfg = KernelConfig.parse("reg2d")
-    r = predict_rows(H200, [cfg] * 2, [(1, 4096, 4096), (4096, 4096, 4096)])
+    r = predict_rows(H200, [cfg] * 3, [(1, 4096, 4096), (4096, 4096, 4096), (2048, 2048, 2048)])
     lg = r["latency_cycles"]
     t = H200.timing
-    assert lg[0] > lg[1] + 0.4 * (t["dram_latency_cycles"] - t["l2_latency_cycles"])
+    assert lg[0] == pytest.approx(lg[1]) and lg[1] > lg[2] + 0.03 * (t["dram_latency_cycles"] - t["l2_latency_cycles"])
+
+
+def test_a_tiles_ask_dram_once_per_64_byte_fetch() -> None:
+    # The H200's L2 fills 64 bytes from DRAM (experiments/dram_fetch.py): a tile reading 4 BK bytes of each row of A
+    # per iteration asks DRAM every 64 / (4 BK) iterations. With one latency per iteration the wait is DRAM's when
+    # either operand's is: B (a new row each iteration) still sets it; a loop that waits for A and B in turn
+    # (rung 05's trace: two latencies in series) waits DRAM for A only half the time at BK = 8, not at BK = 16.
+    import model.facts as mf
+    cfg8 = KernelConfig.parse("05:BM=128,BN=128,BK=8,TM=8,TN=4")
+    real = dict(mf.DRAM_FETCH_BYTES)
+    lg = {}
+    try:
+        for fetch in (32, 64):
+            mf.DRAM_FETCH_BYTES["sm_90"] = fetch
+            lg[fetch] = float(predict_rows(H200, [cfg8], [(4096, 4096, 4096)])["latency_cycles"][0])
+    finally:
+        mf.DRAM_FETCH_BYTES.clear()
+        mf.DRAM_FETCH_BYTES.update(real)
+    t = H200.timing
+    assert lg[32] - lg[64] == pytest.approx(0.25 * (t["dram_latency_cycles"] - t["l2_latency_cycles"]), rel=0.02)
 
 
 # --- the order of the asynchronous copies, and split-K's reductions (eighth session) ---------------------------------

@@ -198,7 +198,7 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-@pytest.mark.parametrize("name", ["icache", "icache_cold", "l1_lines", "lds_patterns", "overlap"])
+@pytest.mark.parametrize("name", ["dram_fetch", "icache", "icache_cold", "l1_lines", "lds_patterns", "overlap"])
 @pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
                                         (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
                                         (["--out", "no/such/folder/x.json"], "does not exist")])
@@ -349,3 +349,35 @@ def test_l1_lines_result_backs_the_tag_stage_constants() -> None:
     assert np.abs(y - (c0 + slope * L)).max() < 0.15
     bank = {r["pattern"]: r["cycles_per_load"] for r in rows if r["pattern"].endswith("_bank")}
     assert bank["rows32_bank"] == pytest.approx(32.0, rel=0.01) and bank["rows8_bank"] == pytest.approx(8.0, rel=0.01)
+
+
+def test_dram_fetch_result_backs_the_fetch_constant() -> None:
+    # the shipped run: after an L2 flush, of a line's four sectors read in turn the first and third cost DRAM's
+    # latency and the second and fourth an L2 hit's: the L2 fills 64 bytes, model.facts.DRAM_FETCH_BYTES
+    import json
+    from model.facts import DRAM_FETCH_BYTES
+    from experiments.dram_fetch import SECTORS, summarise
+    d = json.loads((Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200"
+                    / "dram_fetch-2026-12-01.json").read_text())
+    assert d["schema"] == "gemmscope.dram_fetch" and "H200" in d["gpu"]
+    for r in d["rows"]:
+        s = summarise(r["cycles_raw"])
+        assert s == {k: r[k] for k in s}
+        hit, miss = s["sector1_median_cycles"], s["sector0_median_cycles"]
+        assert hit < 0.6 * miss and s["sector3_median_cycles"] < 0.6 * miss
+        assert s["sector2_median_cycles"] > 0.9 * miss                  # the next 64 bytes were not fetched
+        assert len(r["cycles_raw"]) == SECTORS * r["lines"]
+    assert DRAM_FETCH_BYTES["sm_90"] == 64
+
+
+def test_dram_fetch_chain_visits_each_line_sector_by_sector() -> None:
+    from experiments.dram_fetch import SECTORS, SPACING, chain
+    nxt, start = chain(64)
+    seen, j = [], start
+    for _ in range(64 * SECTORS):
+        seen.append(j)
+        j = int(nxt[j])
+    assert j == start and len(set(seen)) == 64 * SECTORS
+    lines = [s // (SPACING // 4) for s in seen]
+    assert all(lines[i] == lines[i - i % SECTORS] for i in range(len(seen)))      # four steps per line
+    assert [s % (SPACING // 4) for s in seen[:SECTORS]] == [0, 8, 16, 24]         # sectors 0, 1, 2, 3 in turn

@@ -222,9 +222,9 @@ def test_a_loop_without_a_barrier_waits_the_l2_latency_one_with_a_barrier_the_lo
     r = rates(H200)
     (pa,), _ = _arrays_for(H200, [KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")], None)
     # operands from L2 (miss ratio 0): the L2 hit latency; all from DRAM: DRAM's
-    assert _waited_latency(r, pa, np.array([1e9]), np.array([0.0]))[0] == pytest.approx(r.l2_latency_cycles)
-    assert _waited_latency(r, pa, np.array([1e9]), np.array([1e9]))[0] == pytest.approx(r.dram_latency_cycles)
-    mid = _waited_latency(r, pa, np.array([1e9]), np.array([1e7]))[0]
+    assert _waited_latency(r, pa, np.array([0.0]))[0] == pytest.approx(r.l2_latency_cycles)
+    assert _waited_latency(r, pa, np.array([1.0]))[0] == pytest.approx(r.dram_latency_cycles)
+    mid = _waited_latency(r, pa, np.array([0.01]))[0]
     assert r.l2_latency_cycles < mid < r.dram_latency_cycles
 
 
