@@ -602,9 +602,9 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     over the launch: a block whose tile lies partly outside C runs only its warps with a thread inside,
     and their loads touch the lines of the active lanes only (:func:`model.counts.exit_block_counts`).
     The launch has ``(gm-1)(gn-1)`` interior blocks, ``gn-1`` of the last block row (``M - (gm-1) BM``
-    valid rows), ``gm-1`` of the last column and one corner; their mean active warps, lines and loads
-    replace the interior block's (when there are no more blocks than SMs, each SM runs one and the
-    slowest class present sets the time: its counts). At a skinny M or N every block is such a block: at N = 1 one warp of
+    valid rows), ``gm-1`` of the last column and one corner; the mean active warps, lines and loads of the
+    blocks the busiest SM runs replace the interior block's (:func:`_busiest_sm_block`; with no more blocks than
+    SMs, the slowest block). At a skinny M or N every block is such a block: at N = 1 one warp of
     the uncoalesced 32x32 kernel's 32 runs, alone on its SM (latency-bound), at M = 1 every warp runs
     with one lane (2 lines a load instead of 33). Kernels whose threads all take part (tile loads and
     barriers) keep the interior counts."""
@@ -617,14 +617,13 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     BM, BN = pa.BM[ex], pa.BN[ex]
     th, bx, co = (pa.exits[ex, j].astype(np.int64) for j in range(3))
     rv, cv = M - (gm - 1) * BM, N - (gn - 1) * BN
-    one_each = gm * gn <= sms       # one block per SM: the slowest block sets the time, not the mean
-    rows, inv = _distinct_rows(th, bx, co, BM, BN, rv, cv, gm, gn, one_each)
+    rows, inv = _distinct_rows(th, bx, co, BM, BN, rv, cv, gm, gn)
     mean, full = np.empty((len(rows), 3)), np.empty((len(rows), 3))
-    for q, (t, x, c, bm, bn, r_, c_, m_, n_, one) in enumerate(rows):
-        cls = (((m_ - 1) * (n_ - 1), bm, bn), (n_ - 1, r_, bn), (m_ - 1, bm, c_), (1, r_, c_))
-        got = [(w, np.array(exit_block_counts(t, x, c, a, b), dtype=np.float64)) for w, a, b in cls if w]
-        mean[q] = max((v for _, v in got), key=tuple) if one else sum(w * v for w, v in got) / (m_ * n_)
-        full[q] = exit_block_counts(t, x, c, bm, bn)
+    for q, (t, x, c, bm, bn, r_, c_, m_, n_) in enumerate(rows):
+        counts = np.array([exit_block_counts(t, x, c, a, b) for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))],
+                          dtype=np.float64)
+        mean[q] = _busiest_sm_block(counts, m_, n_, c, sms)
+        full[q] = counts[0]
     (W, L, R), (W0, L0, R0) = mean[inv].T, full[inv].T
     lr, wr = L / np.maximum(L0, 1.0), W / np.maximum(W0, 1.0)
     out = {f.name: getattr(pa, f.name).copy() for f in fields(pa)}
@@ -636,6 +635,27 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     out["store_sectors"][ex] = pa.store_sectors[ex] * wr
     out["store_lines"][ex] = pa.store_lines[ex] * wr
     return ProfileArrays(**out)
+
+
+def _busiest_sm_block(counts: np.ndarray, gm: int, gn: int, coalesced: int, sms: int) -> np.ndarray:
+    """The mean (warps, lines, loads) of the blocks the busiest SM runs, for a launch whose edge blocks run fewer
+    warps (:func:`_partial_blocks`). ``counts``: the four classes' (interior, last block row, last block column,
+    corner). The blocks are dealt to the SMs in launch order (``blockIdx.x`` fastest: along N for the coalesced
+    layout, along M for the other), block ``b`` to SM ``b mod SMs``; the SM whose blocks touch the most lines sets
+    the time, and its blocks' mean replaces the interior block's. Why: at 36 x 3584 x 3584 the uncoalesced 32x32
+    launch is 2 x 112 blocks, one block row full and one with 4 of 32 rows inside C; 132 SMs take blocks b and
+    b + 132, of the same row, so half the SMs run two full blocks - the launch's mean block made it 77 % too fast
+    (edge_val12, 2026-12-01). With one block per SM it is the slowest block."""
+    ids = np.arange(gm * gn, dtype=np.int64)
+    gx = gn if coalesced else gm
+    ix, iy = ids % gx, ids // gx
+    ri, ci = (iy, ix) if coalesced else (ix, iy)
+    cls = (ri == gm - 1).astype(np.int64) + 2 * (ci == gn - 1).astype(np.int64)
+    per = counts[cls]                                   # (blocks, 3)
+    sm = ids % sms
+    lines = np.bincount(sm, weights=per[:, 1], minlength=sms)
+    s = int(np.argmax(lines))
+    return per[sm == s].mean(axis=0)
 
 
 def _round_cycles(b, pa: ProfileArrays, lg, ldl_lat, r: Rates, prm: TimingParams, l1_wf=None):
@@ -1282,8 +1302,9 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         notes.append(f"{which} not a multiple of 4: the rows of A (K) or B (N) are not 16-byte aligned and the kernels "
                      "take their element path (charged from its SASS where the loop branches to it); the model's known "
                      "weak spot all the same: on the H200 the kernels without an element branch (element loads "
-                     "throughout) and split-K at odd N (scalar reductions) ran 10-76 % slower than predicted at such "
-                     "sizes (the shipped data; logs/odd-2026-12-01)")
+                     "throughout) ran 10-27 % slower than predicted at such sizes, and split-K's vector reductions, "
+                     "which fall back to scalar ones at odd N (charged as four times the sector operations), 5-23 % "
+                     "faster (the shipped data; logs/odd-2026-12-01)")
     flops = 2.0 * M * N * K
     return Prediction(gpu=gpu.name, config=cfg, M=M, N=N, K=K, flops=flops, time_s=float(r["time_s"]),
                       bound=LIMITS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),

@@ -183,3 +183,23 @@ def test_a_gpu_without_a_measured_reduction_rate_reduces_at_half_its_l2_bandwidt
     r = timing.rates(load_gpu("rtxa6000"))
     assert r.l2_reduction_bytes_per_s == pytest.approx(r.l2_bytes_per_s / 2)
     assert any("reductions" in n for n in r.notes)
+
+
+def test_the_busiest_sm_sets_the_time_of_a_launch_with_edge_blocks() -> None:
+    # The uncoalesced 32x32 naive kernel at 36 x 3584 x 3584: 2 x 112 blocks (launch order: blockIdx.x along M), one
+    # block row full, one with 4 of its 32 rows inside C. Block b goes to SM b mod 132: blocks b and b + 132 are of the
+    # same row, so half the SMs run two full blocks, and those set the time (measured in edge_val12: 77 % slower than
+    # the launch's mean block predicted). The busiest SM's mean block is the full block.
+    from model.timing import _busiest_sm_block
+    counts = np.array([[32, 32 * 33, 64], [32, 32 * 5, 64], [32, 32 * 33, 64], [32, 32 * 5, 64]], dtype=float)
+    busy = _busiest_sm_block(counts, 2, 112, 0, 132)
+    assert busy.tolist() == counts[0].tolist()
+    # coalesced layout of the same grid (blockIdx.x along N): every SM gets blocks of both rows in turn
+    # (112 columns a row, 132 SMs): the busiest still runs a full one, and the mean lies between the two classes
+    mixed = _busiest_sm_block(counts, 2, 112, 1, 132)
+    assert counts[1][1] < mixed[1] <= counts[0][1]
+    # one block per SM: the slowest block
+    assert _busiest_sm_block(counts, 2, 3, 1, 132).tolist() == counts[0].tolist()
+    cfg = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=0")
+    t = predict_rows(H200, [cfg] * 2, [(36, 3584, 3584), (64, 3584, 3584)])["time_s"]
+    assert t[0] > 0.9 * t[1]            # as slow as two full block rows, not the mean of a full and a near-empty one
