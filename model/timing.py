@@ -114,7 +114,8 @@ and third cost DRAM's 680 cycles, the second and fourth an L2 hit's 300), so a t
 without a barrier (each warp on its own, e.g. the naive kernel) waits only for its own few sectors per exposure:
 the unloaded L2 hit latency, or DRAM's when one of them is read from DRAM, with the probability the traffic model's
 L2 miss ratio gives (:func:`_waited_latency`: these warps drift apart, and a read from DRAM is waited for by the
-warp that missed). This is the seed's 16x16 versus 32x32 case: 32 warps of one 1024-thread block hide most
+warp that missed; in a launch of one wave, whose blocks all start at once, the wave's share: the naive kernel at
+small sizes, 8x8 to 16x16 blocks at 336x304x400 32-42 % optimistic in `edge_val12` before). This is the seed's 16x16 versus 32x32 case: 32 warps of one 1024-thread block hide most
 of the latency, as the forced-residency measurements show.
 
 *A block's warps stretch its compute phase.* Between two barriers the ``W`` warps of a block share the
@@ -974,10 +975,11 @@ def _waited_latency(r: Rates, pa: ProfileArrays, f) -> np.ndarray:
     """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
     block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
     for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
-    read bytes (the traffic model's L2 miss ratio; unlike a barrier loop's blocks, these warps drift apart, so
-    a read from DRAM is waited for by the warp that missed, not by every warp of the wave: with the wave's share
-    of :func:`_wave_walks` instead, the seed's 32x32 block at one per SM came out slower than 16x16 at six,
-    the reverse of the forced-residency measurement); the warp waits for ``n`` sectors at once (its global
+    read bytes (the traffic model's L2 miss ratio; unlike a barrier loop's blocks, these warps drift apart once
+    blocks start as others finish, so a read from DRAM is waited for by the warp that missed, not by every warp of
+    the wave: with the wave's share of :func:`_wave_walks` at every size, the seed's 32x32 block at one per SM came
+    out slower than 16x16 at six, the reverse of the forced-residency measurement; a launch of one wave, whose
+    blocks all start at once, takes the wave's share: :func:`evaluate`); the warp waits for ``n`` sectors at once (its global
     loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four - over the
     latencies in series per iteration), whether it fetched
     them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
@@ -1105,7 +1107,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     f_miss = _dram_share_waited(pa, f_a, f_b)
     lsync = prm.latency_scale * r.l2_latency_cycles + f_miss * (r.dram_latency_cycles - r.l2_latency_cycles)
     l2_reads = l2_bytes - 32.0 * store_sectors * blocks
-    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, dram_reads / np.maximum(l2_reads, 1.0)))
+    # A loop without a barrier: its warps drift apart once blocks start as others finish (a second wave); in a
+    # launch of one wave every block starts at once and the warps that share a line ask for it together, as a
+    # barrier loop's blocks do (the wave's DRAM share); otherwise the L2 miss ratio (_waited_latency).
+    f_nb = np.where(waves <= 1, 0.5 * (f_a + f_b), dram_reads / np.maximum(l2_reads, 1.0))
+    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     l1_wf = _l1_wavefronts(pa, K, N, gpu.arch)

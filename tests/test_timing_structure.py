@@ -497,3 +497,18 @@ def test_vector_reductions_fall_back_to_four_scalar_ones_at_an_unaligned_n() -> 
     for cfg in (scal, plain):
         x, y = _ev(cfg, 2048, 2048, 2048), _ev(cfg, 2048, 2047, 2048)
         assert y["time_s"] < 1.1 * x["time_s"]
+
+
+def test_a_one_wave_launch_without_a_barrier_waits_for_its_first_touches() -> None:
+    # The naive kernel (no barrier) at 336x304x400: one wave, every block starts at once, warps sharing a line ask
+    # for it together and all wait its read from DRAM (the wave's share). Over more waves blocks start as others
+    # finish and drift: the L2 miss ratio, as the forced-residency measurements need.
+    import model.timing as mt
+    cfg = KernelConfig.parse("naive:BX=16,BY=16,COALESCED=1")
+    (pa,), _ = _arrays_for(H200, [cfg], None)
+    r = rates(H200)
+    small = predict_rows(H200, [cfg], [(336, 304, 400)])["latency_cycles"][0]
+    ratio = mt._waited_latency(r, pa, np.array([0.02]))[0]         # a few percent of misses, as over many waves
+    assert small > ratio + 100 and small > r.l2_latency_cycles + 0.7 * (r.dram_latency_cycles - r.l2_latency_cycles)
+    # the seed's multi-wave comparison (test_naive_32x32_at_one_block_per_sm_is_about_as_fast_as_16x16_at_six) keeps
+    # the miss ratio
