@@ -1,5 +1,5 @@
-"""L1 global-load microbenchmark: what one warp's global load costs the SM's L1 when it hits, as a function of how
-many 128-byte lines, 32-byte sectors and banks its 32 lanes touch.
+"""L1 global-load microbenchmark: what one warp's global load costs the SM's L1 when it hits and when it streams, as a
+function of how many 128-byte lines, 32-byte sectors and banks its 32 lanes touch.
 
     python -m experiments.l1_lines [--out FILE.json] [--iters 200]
 
@@ -11,7 +11,7 @@ rows of ``ROW`` words, ``G`` lanes a row, reading one word (``C = 0``, a broadca
 the same bank (at K a multiple of 32: the data stage serves one row a wavefront). The naive kernel's loads are of
 these kinds: the coalesced 32-wide block's A is ``G = 32, C = 0`` (one sector) and its B ``G = 32, C = 1`` (one
 line), the 16-wide block's A ``G = 16, C = 0`` (two lines), the uncoalesced kernel's A ``G = 1`` (32 lines). Every
-load hits in L1: the loop reads the same 8 patterns (35 KB) over and over, after a warm-up launch; the loop's
+load hits in L1: the loop reads the same 16 shifted copies of its pattern (70 KB) over and over, after a warm-up launch; the loop's
 address is offset by ``it & zero`` (``zero = 0``, a kernel argument), so the compiler cannot hoist the loads.
 A second set of kernels streams (``STREAMS``): the same loads walking K as the naive kernel's do (A: one word a
 step, each row's line read for 32 steps; B: a new row of B, so a new line, every step), so that each SM's L1 misses
@@ -38,7 +38,9 @@ PATTERNS = (("bcast", 32, 0, 33), ("line", 32, 1, 33), ("half", 16, 1, 0), ("sec
 # or B's rows (ADV = N words: a new line every step), at K = N = 1031 (rows in distinct banks) or 1024 (one
 # bank). (name, G, C, ROW, WSTRIDE, ADV): WSTRIDE is the words between the warps' addresses (0: every warp of the
 # block reads what the others read). Every block reads the same addresses: after the warm-up launch they come
-# from L2, and each SM's L1 misses every line the first time its block walks into it, as in the naive kernel.
+# from L2, and each SM's L1 misses every line the first time its block walks into it, as in the naive kernel. The B
+# streams (a new line every step, read by every SM at once) wait on that line's latency rather than on the L1 (the same
+# cycles per step at 16 and 32 warps); model.facts.L1_TAG uses the A streams.
 STREAMS = (("A_coal32", 32, 0, 0, 1031, 1), ("B_coal32", 32, 1, 0, 0, 1031),
            ("A_coal16", 16, 0, 1031, 2 * 1031, 1), ("B_coal16", 16, 1, 0, 0, 1031),
            ("A_coal8", 8, 0, 1031, 4 * 1031, 1), ("B_coal8", 8, 1, 0, 0, 1031),

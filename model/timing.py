@@ -586,15 +586,15 @@ def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str) -> np.ndarray:
     conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, whichever is longer.
     The tag stage takes ``c0 + lines / rate`` cycles a load (:func:`l1_tag`, measured on the H200 by
     ``experiments/l1_lines.py``: a load whose lanes walk 32 rows of A costs 10.5 cycles, 1 line 1 cycle), at least
-    one; over a block's loads ``max(loads, c0 loads + lines / rate)`` (the sum over loads of ``max(1, ...)`` where
-    the loads of an iteration touch similar numbers of lines, as they do). Where the data stage is not known per
+    one (the load/store pipe's floor, :func:`_round_cycles`); over a block's loads ``c0 loads + lines / rate`` (the
+    sum over loads where the loads of an iteration touch similar numbers of lines, as they do). Where the data stage is not known per
     residue, one line a cycle (the data stage of a line-per-wavefront access)."""
     rows = np.arange(len(pa))
     kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
     nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
     data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr]
     c0, rate = l1_tag(arch)
-    tag = np.maximum(pa.gld_instr, c0 * pa.gld_instr + pa.l1_lines / rate) if c0 > 0 else pa.l1_lines / rate
+    tag = c0 * pa.gld_instr + pa.l1_lines / rate
     return np.where(pa.has_wf > 0, np.maximum(data, tag), pa.l1_lines)
 
 
@@ -766,16 +766,9 @@ def l2_reuse_bytes(gpu) -> float:
 
 def _launch_bytes(m: int, n: int, k: int, bm: int, bn: int) -> tuple[int, int, float, float, float, float]:
     """(block rows gm, block columns gn, bytes of one A row panel, of one B column panel, of A + B, of C) of
-    an m x n x k launch with bm x bn tiles: what the DRAM walks of :func:`_wave_dram_one` and
-    :func:`_wave_dram_order` stream."""
+    an m x n x k launch with bm x bn tiles: what the DRAM walks of :func:`_wave_walk_one` and
+    :func:`_wave_walk_order` stream."""
     return (-(-m // bm), -(-n // bn), 4.0 * bm * k, 4.0 * bn * k, 4.0 * (m * k + k * n), 4.0 * m * n)
-
-
-def _wave_dram_one(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float) -> tuple[float, float]:
-    """(DRAM bytes read for A and B, DRAM bytes written for C) of one launch in row-major launch order: see
-    :func:`_wave_walk_one`."""
-    ra, rb, wr, _, _ = _wave_walk_one(m, n, k, bm, bn, w, cap)
-    return ra + rb, wr
 
 
 @lru_cache(maxsize=200_000)
@@ -784,7 +777,7 @@ def _wave_walk_one(m: int, n: int, k: int, bm: int, bn: int, w: int,
     """(DRAM bytes read for A, for B, DRAM bytes written for C, the A and the B panel bytes the waves touch, each
     wave's distinct panels summed over the waves) of one launch: the blocks run in row-major launch order, ``w``
     at a time, against an L2 that keeps ``cap`` bytes (LRU, write-back, write-allocate). The reads over the
-    touched bytes is the share of a wave's tile loads that come from DRAM (:func:`_wave_first_touch`).
+    touched bytes is the share of a wave's tile loads that come from DRAM (:func:`_wave_walks`).
 
     *Reads.* Each wave streams the A row panels and B column panels its blocks touch (K-slice by K-slice, all
     blocks of the wave together, so a panel shared by blocks of one wave is read from DRAM once), then writes
@@ -870,11 +863,6 @@ def _l1_shared_fractions(gm: int, gn: int, sms: int, b: int) -> tuple[float, flo
     return ra / n, cb / n
 
 
-def _wave_dram(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
-    """Per row: (DRAM bytes read for A and B, DRAM bytes written for C), see :func:`_wave_walks`."""
-    return _wave_walks(M, N, K, BM, BN, blocks_per_wave, cap, split_k, swizzle)[:2]
-
-
 def _wave_walks(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=None):
     """Per row: (DRAM bytes read for A and B, DRAM bytes written for C, the share of the waves' A tile loads that
     come from DRAM, the same for B), see :func:`_wave_walk_one` (row-major launch order) and
@@ -905,13 +893,6 @@ def _wave_walks(M, N, K, BM, BN, blocks_per_wave, cap, split_k=None, swizzle=Non
         ra, rb, wr, ta, tb = _wave_walk_one(*args) if g <= 1 else _wave_walk_order(*args, g)
         out.append((s * (ra + rb) + (s - 1) * wr, s * wr, min(ra / max(ta, 1.0), 1.0), min(rb / max(tb, 1.0), 1.0)))
     return np.array(out, dtype=np.float64).reshape(-1, 4)[inv].T
-
-
-def _wave_dram_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: float,
-                     group: int) -> tuple[float, float]:
-    """:func:`_wave_dram_one` for the grouped launch order of ``group`` (:func:`_wave_walk_order`)."""
-    ra, rb, wr, _, _ = _wave_walk_order(m, n, k, bm, bn, w, cap, group)
-    return ra + rb, wr
 
 
 @lru_cache(maxsize=100_000)

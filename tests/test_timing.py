@@ -366,21 +366,23 @@ def test_split_k_pays_for_zeroing_c():
 
 
 def test_swizzle_cuts_dram_rereads_when_a_and_b_exceed_l2():
-    from model.timing import _wave_dram, _wave_dram_one, _wave_dram_order
+    from model.timing import _wave_walk_one, _wave_walk_order, _wave_walks
     cap = 30e6
     # grouped order: the blocks of a wave share a few A row panels and B column panels
-    row_major = _wave_dram_one(16384, 16384, 16384, 128, 128, 132, cap)[0]
-    grouped = _wave_dram_order(16384, 16384, 16384, 128, 128, 132, cap, 8)[0]
+    row_major = sum(_wave_walk_one(16384, 16384, 16384, 128, 128, 132, cap)[:2])
+    grouped = sum(_wave_walk_order(16384, 16384, 16384, 128, 128, 132, cap, 8)[:2])
     assert grouped < 0.5 * row_major
-    # group 1 is the row-major order: the generic walk equals the closed form, reads and writes
+    # group 1 is the row-major order: the generic walk equals the closed form, reads and writes per operand and the
+    # panel bytes the waves touch
     for m, n, k in ((16384, 8192, 4096), (3000, 5000, 8192), (8192, 16384, 1024), (2048, 2048, 2048)):
         for w in (132, 264):
-            assert _wave_dram_order(m, n, k, 128, 256, w, cap, 1) == pytest.approx(
-                _wave_dram_one(m, n, k, 128, 256, w, cap), rel=1e-12)
+            assert _wave_walk_order(m, n, k, 128, 256, w, cap, 1) == pytest.approx(
+                _wave_walk_one(m, n, k, 128, 256, w, cap), rel=1e-12)
     # the vectorised entry point routes SPLITK (slices of depth K/S) and SWZ (the grouped walk)
-    rd, wr = _wave_dram([16384], [16384], [16384], [128], [128], [132], cap, [2], [8])
-    r1, w1 = _wave_dram_order(16384, 16384, 8192, 128, 128, 132, cap, 8)
-    assert rd[0] == pytest.approx(2 * r1 + w1) and wr[0] == pytest.approx(2 * w1)
+    rd, wr, fa, fb = _wave_walks([16384], [16384], [16384], [128], [128], [132], cap, [2], [8])
+    ra, rb, w1, ta, tb = _wave_walk_order(16384, 16384, 8192, 128, 128, 132, cap, 8)
+    assert rd[0] == pytest.approx(2 * (ra + rb) + w1) and wr[0] == pytest.approx(2 * w1)
+    assert fa[0] == pytest.approx(min(ra / ta, 1.0)) and fb[0] == pytest.approx(min(rb / tb, 1.0))
     p1 = predict(H200, _warp_cfg(SWZ=1), 16384, 16384, 16384)
     p8 = predict(H200, _warp_cfg(SWZ=8), 16384, 16384, 16384)
     assert p8.intensity_flop_per_byte["dram"] > 1.5 * p1.intensity_flop_per_byte["dram"]
