@@ -83,6 +83,22 @@ the four sectors of 1,024 lines in turn after an L2 flush pays DRAM's latency fo
 medians of three repeats) and an L2 hit's for sectors 1 and 3 (301-305): 64 bytes. Other architectures: not
 measured, one 32-byte sector (:mod:`model.timing`)."""
 
+SLOT_CLASS_ISSUE_CYCLES = {"sm_90": {"ac": 1.00}}
+"""Issue cycles an FFMA's register-bank conflict takes from its scheduler, by the class of its uncached sources
+(``tools.bank_conflicts.SLOT_CLASSES``; ``ac``: a and c in one bank of four), per architecture. Measured on the H200
+by Nsight Compute (tenth session, ``experiments/results/h200/logs/dispatch-2026-12-01/``): over 67 profiled kernels
+(1.2e11 FFMA executions) a kernel's dispatch-stall samples per FFMA are 0.064 + 1.92 ab + 1.00 ac + 3.37 three (least
+squares; left out one at a time within 0.068 rms), where the ``ac`` FFMA itself records 0.36 (0.22 without a class):
+its extra operand read holds the scheduler's dispatch, and the other warps' FFMAs queued behind it record the stall.
+So the cycles are the scheduler's, not the warp's: the timing model adds them to a warp's issue
+(``Profile.instructions_per_warp``), paid once per warp, where :data:`FFMA_DISPATCH_CYCLES` and the ``three`` class's
+:data:`BANK_CONFLICT_CYCLES` stay fixed stalls paid once per round. Why it matters: four-lane-column warp tiles
+(``WN / WNITER / TN = 4``) leave 12-18 % of their FFMAs in class ``ac`` (the compiler keeps B, not A, in the reuse
+cache), eight-column ones under 3 %, and issue 6-9 % less often (Nsight Compute, the same log). Not fitted on timing
+rows. The regression's ``ab`` term (1.92) charged the same way was tried and left out: with it rung 10's
+four-warp tiles went 9-11 % pessimistic (README, twelfth session); the choice was made with the shipped rows in
+view, so the blind rounds after it are its test. Other architectures: not measured, no charge."""
+
 L1_TAG = {"sm_90": (0.82, 3.31)}
 """(cycles a global-load instruction spends in the L1 tag stage beside its lines, 128-byte lines the stage looks up a
 cycle) per architecture, for loads that stream (a main loop's: each line is fetched into the L1 once, or read again
@@ -176,6 +192,12 @@ class Facts:
     charges each :data:`BANK_CONFLICT_CYCLES` dispatch cycles (:attr:`bank_conflict_cycles`). None: facts made
     before the field."""
 
+    loop_slot_classes: Mapping[str, int] | None = None
+    """FFMAs of the steady iteration by the class of their uncached sources (``tools.bank_conflicts.SLOT_CLASSES``:
+    ``{"three": n, "ab": n, "ac": n}``; ``three`` equals ``loop_bank_conflicts`` under the ``quad`` rule): the timing
+    model charges :data:`SLOT_CLASS_ISSUE_CYCLES` issue cycles for each (:meth:`slot_class_issue_cycles`). None: facts
+    made before the field (no charge)."""
+
     loop_queue: Mapping[str, Any] | None = None
     """The steady iteration's *ordering* cost at the shared-memory pipe (``tools.sched_sim.loop_queue``): one
     scheduler's warps simulated cycle by cycle over the steady path's SASS, with the SM's pipe serving the simulated
@@ -204,6 +226,13 @@ class Facts:
         return float(self.loop_bank_conflicts or 0) * BANK_CONFLICT_CYCLES[self.loop_bank_rule or "pairs"]
 
     @property
+    def slot_class_issue_cycles(self) -> float:
+        """Issue cycles of the steady iteration's register-bank conflicts by class (:data:`SLOT_CLASS_ISSUE_CYCLES`;
+        0 when the classes are not counted or not measured for this architecture)."""
+        cost = SLOT_CLASS_ISSUE_CYCLES.get(self.arch, {})
+        return float(sum(c * (self.loop_slot_classes or {}).get(k, 0) for k, c in cost.items()))
+
+    @property
     def spills(self) -> bool:
         return bool(self.local_bytes or self.spill_stores or self.spill_loads)
 
@@ -229,6 +258,8 @@ class Facts:
         for k in ("loop_trace_cycles", "prologue_trace_cycles", "loop_element_trace_cycles"):
             if kw.get(k) is not None:
                 kw[k] = tuple(tuple(r) for r in kw[k])
+        if kw.get("loop_slot_classes") is not None:
+            kw["loop_slot_classes"] = MappingProxyType(dict(kw["loop_slot_classes"]))
         if kw.get("loop_queue") is not None:
             kw["loop_queue"] = MappingProxyType(dict(kw["loop_queue"]))
         if kw.get("trace_schema") is not None:

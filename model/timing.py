@@ -59,6 +59,15 @@ in inverse proportion to its warps: a lone warp per scheduler (4-warp blocks, on
 The H200 rows of rungs 07-10 show it: per scheduler and instruction 1.4-1.8 cycles with one warp, 1.2-1.4 with
 two, against 1 + (c1 - 1) / w for a lone-warp rate c1 (fifth session of 2026-11-30).
 
+*Conflicts that hold the scheduler.* An FFMA whose uncached ``a`` and ``c`` sources share a bank of four (class
+``ac``, ``tools.bank_conflicts.SLOT_CLASSES``) holds its scheduler's dispatch: over 67 kernels Nsight Compute finds
+the kernel's dispatch stall per FFMA rising by 1.00 cycle for each, where the FFMA itself records 0.36 (the other
+warps' FFMAs queued behind it record the rest). Those cycles are the scheduler's, lost to every warp on it, so they
+are issue cycles (:data:`model.facts.SLOT_CLASS_ISSUE_CYCLES`), paid once per warp, and lengthen the lone warp's
+iteration alike (its fixed stalls unchanged). Four-lane-column warp tiles leave 12-18 % of their FFMAs in class
+``ac``, eight-column ones under 3 %: the former issue 6-9 % less often at the same geometry, and the model had them
+4-12 % too fast (twelfth session, 2026-12-01).
+
 *The order of the asynchronous copies.* A loop whose shared-memory writes are ``cp.async`` copies (``LDGSTS``)
 issues them where ptxas placed them: with ``SPREAD = 1`` a whole tile's copies in one cluster, whose wavefronts
 occupy the SM's shared-memory pipe while the shared loads of the next FFMAs queue behind them (Nsight Compute,
@@ -389,7 +398,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     instr = (cnt["ffma_warp"] + cnt["lds_instructions"] + cnt["sts_instructions"] + cnt["gld_requests"]
              + cnt["bar_warp"] + cnt["int_warp_est"]) / warps
     per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    bank = np.zeros(n)
+    bank, held = np.zeros(n), np.zeros(n)
     fetch = np.zeros(n)
     code = np.zeros((n, 4))
     elem = np.zeros(n)
@@ -417,6 +426,9 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
                                                               f.epilogue_instructions, f.total_instructions)]
             # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
             bank[i] = f.bank_conflict_cycles * per[i] + FFMA_DISPATCH_CYCLES.get(f.arch, 0.0) * ffma_per_warp_it[i]
+            # the conflicts that hold the scheduler's dispatch (model.facts.SLOT_CLASS_ISSUE_CYCLES): issue cycles
+            held[i] = f.slot_class_issue_cycles * per[i]
+            instr[i] += held[i]
             # a loop larger than the L0 i-cache is fetched again every iteration (model.facts.INSTRUCTION_FETCH)
             l0, rate = INSTRUCTION_FETCH.get(f.arch, (math.inf, 1.0))
             if (f.loop_instructions or 0) * _SASS_BYTES > l0:
@@ -436,7 +448,8 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     pro = np.repeat((TRACE_GLOBAL + 100.0)[None, :, None], n, axis=0).repeat(len(TRACE_SHARED), axis=2)
     has_trace = np.zeros(n, dtype=bool)
     if traced:
-        trace[traced] = np.asarray(loop_trace, dtype=np.float64) * per[traced, None, None]
+        # the held issue cycles lengthen the lone warp's iteration as they do its issue (its fixed stalls unchanged)
+        trace[traced] = np.asarray(loop_trace, dtype=np.float64) * per[traced, None, None] + held[traced, None, None]
         pro[traced] = np.asarray(pro_trace, dtype=np.float64)
         has_trace[traced] = True
     asked = np.zeros(n, dtype=np.int64) if registers is None else np.array([r or 0 for r in registers], dtype=np.int64)

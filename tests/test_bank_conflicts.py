@@ -111,3 +111,42 @@ def test_slot_classes_name_which_uncached_sources_share_a_bank_of_four():
             _i("FFMA", "R1, R2, R6, R10")]
     assert classes(miss) == ["ab", "ac", "three"]
 
+
+
+def test_slot_classes_count_which_uncached_sources_share_a_bank():
+    """tools.bank_conflicts.ffma_slot_classes: three in one bank of four, else a-b, else a-c; b-c is no class."""
+    from tools.bank_conflicts import ffma_slot_classes
+    assert ffma_slot_classes([_i("FFMA", "R1, R2, R6, R10")]) == {"three": 1, "ab": 0, "ac": 0}
+    assert ffma_slot_classes([_i("FFMA", "R1, R2, R6, R11")]) == {"three": 0, "ab": 1, "ac": 0}
+    assert ffma_slot_classes([_i("FFMA", "R1, R2, R7, R6")]) == {"three": 0, "ab": 0, "ac": 1}
+    assert ffma_slot_classes([_i("FFMA", "R1, R3, R2, R6")]) == {"three": 0, "ab": 0, "ac": 0}   # b and c
+    # a served by the reuse cache: a-c no longer counts
+    hit = [_i("FFMA", "R9, R2.reuse, R3, R5"), _i("FFMA", "R1, R2, R7, R6")]
+    assert ffma_slot_classes(hit)["ac"] == 0
+    assert ffma_slot_classes([_i("IADD3", "R2, R6, R10, RZ")]) == {"three": 0, "ab": 0, "ac": 0}
+
+
+def test_slot_class_issue_cycles_are_the_architectures_measured_costs():
+    from dataclasses import replace
+    from model.facts import SLOT_CLASS_ISSUE_CYCLES, Facts
+    f = Facts.from_json({"config_key": "k", "arch": "sm_90", "nvrtc_version": "13.0", "registers": 128,
+                         "loop_slot_classes": {"three": 5, "ab": 7, "ac": 11}})
+    cost = SLOT_CLASS_ISSUE_CYCLES["sm_90"]
+    assert f.slot_class_issue_cycles == pytest.approx(sum(cost[c] * n for c, n in (("three", 5), ("ab", 7), ("ac", 11))
+                                                          if c in cost))
+    assert f.slot_class_issue_cycles > 0
+    assert replace(f, loop_slot_classes=None).slot_class_issue_cycles == 0.0       # facts made before the field
+    assert replace(f, arch="sm_86").slot_class_issue_cycles == 0.0                 # not measured there
+
+
+def test_shipped_sm90_facts_carry_slot_classes_consistent_with_the_quad_count():
+    """Every sm_90 config with a steady path has its classes; ``three`` is the quad rule's conflict count."""
+    from model.facts import load_facts
+    n = 0
+    for k, f in load_facts("sm_90").items():
+        if f.loop_found and f.loop_path_instructions:
+            assert f.loop_slot_classes is not None, k
+            assert f.loop_slot_classes["three"] == (f.loop_bank_conflicts or 0), k
+            assert sum(f.loop_slot_classes.values()) <= f.loop_ffma, k
+            n += 1
+    assert n > 2000

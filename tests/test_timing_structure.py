@@ -376,6 +376,32 @@ def test_every_ffma_pays_the_base_dispatch_stall() -> None:
     assert profile(SIB07, "sm_86").bank_conflicts == pytest.approx(f.bank_conflict_cycles * per)
 
 
+def test_conflicts_that_hold_the_scheduler_are_issue_cycles_paid_by_every_warp() -> None:
+    """model.facts.SLOT_CLASS_ISSUE_CYCLES: an ``ac`` FFMA's held dispatch is added to the warp's issue (and its lone
+    iteration), so the fixed stalls (trace minus instructions) are unchanged; without the classes the profile is the
+    old one. The four-lane-column sibling of an eight-column tile, the first with 12 % of its FFMAs in class ``ac``,
+    is then predicted slower at 512 x 512 x 16384, as measured (44.6 against 50.7 TFLOP/s, picks11, 2026-12-01)."""
+    from dataclasses import replace as dreplace
+    from model.counts import counts_array
+    from model.facts import facts_for
+    from model.registry import geometry
+    from model.timing import _COUNT_FIELDS, _profile_columns
+    cfg = KernelConfig.parse("12:BM=128,BN=256,BK=8,WM=64,WN=32,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=4,SPREAD=1")
+    f = facts_for(cfg, "sm_90")
+    assert f.loop_slot_classes["ac"] > 0.1 * f.loop_ffma
+    cnt = counts_array([cfg, cfg], _COUNT_FIELDS, keys=[cfg.key, cfg.key])
+    col = _profile_columns(cnt, [f, dreplace(f, loop_slot_classes=None)], [geometry(cfg)] * 2, None, [cfg, cfg])
+    per = cnt["ffma_warp"][0] / cnt["warps"][0] / f.loop_ffma
+    held = f.slot_class_issue_cycles * per
+    assert held > 0 and col["instr"][0] - col["instr"][1] == pytest.approx(held)
+    assert np.allclose(col["trace"][0] - col["trace"][1], held)                    # the lone iteration too
+    assert col["bank_conflicts"][0] == pytest.approx(col["bank_conflicts"][1])    # the fixed stalls unchanged
+    # planted: the same tile without its classes is faster; the eight-column sibling is predicted faster than it
+    lc8 = KernelConfig.parse("12:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=4,SPREAD=8")
+    t4, t8 = (predict(H200, c, 512, 512, 16384).time_s for c in (cfg, lc8))
+    assert t8 < t4
+
+
 def test_a_loop_larger_than_the_l0_icache_is_fetched_every_iteration() -> None:
     from model.facts import INSTRUCTION_FETCH, facts_for
     l0, rate = INSTRUCTION_FETCH["sm_90"]

@@ -109,6 +109,17 @@ def slot_class(slots: Mapping[int, int]) -> str | None:
     return None
 
 
+def ffma_slot_classes(instrs: Iterable) -> dict[str, int]:
+    """FFMAs of ``instrs`` (program order) by :func:`slot_class`: ``{class: count}`` for every class of
+    :data:`SLOT_CLASSES` (the compiler facts' ``loop_slot_classes``, over the steady iteration)."""
+    out = dict.fromkeys(SLOT_CLASSES, 0)
+    for _, slots in uncached_slots(instrs):
+        c = slot_class(slots)
+        if c is not None:
+            out[c] += 1
+    return out
+
+
 def ffma_conflicts(instrs: Iterable, rule: str = "pairs") -> tuple[int, int]:
     """(FFMAs, extra register-bank reads) over ``instrs``: each FFMA's :func:`uncached_sources`, grouped by bank
     (index mod 2). ``rule="three"``: one extra read when three of them sit in one bank (a 64-bit bank serves

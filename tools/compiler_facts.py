@@ -947,10 +947,11 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int], arch: str = "sm
         out["loop_element_trace_cycles"] = (out["loop_trace_cycles"] if len(elem_instrs) == len(path_instrs) else
                                             loop_trace_table(elem_instrs))
         # register-bank conflicts of the steady iteration's FFMAs (tools/bank_conflicts.py): extra operand reads
-        from tools.bank_conflicts import BANK_RULE, ffma_conflicts
+        from tools.bank_conflicts import BANK_RULE, ffma_conflicts, ffma_slot_classes
         rule = BANK_RULE.get(arch, "pairs")
         out["loop_bank_conflicts"] = ffma_conflicts(path_instrs, rule)[1]
         out["loop_bank_rule"] = rule
+        out["loop_slot_classes"] = ffma_slot_classes(path_instrs)
     return out
 
 
