@@ -198,6 +198,20 @@ class Facts:
     model charges :data:`SLOT_CLASS_ISSUE_CYCLES` issue cycles for each (:meth:`slot_class_issue_cycles`). None: facts
     made before the field (no charge)."""
 
+    epilogue_path_instructions: int | None = None
+    """Instructions an interior block runs after the main loop (``tools.compiler_facts.epilogue_path``): the path from
+    the loop's exit that stores the most bytes with the fewest instructions - the interior tile's aligned stores, not the
+    guarded element paths of edge tiles - without the loops of K tiles after the main loop. ``epilogue_instructions``
+    counts every instruction after the loop: all the store paths, and the loop that drains a pipeline's last STAGES - 1
+    tiles (rungs 11/12: 4,644 against 441 for rung 11's classic config). Not used by the timing model: charged in place
+    of ``epilogue_instructions`` (twelfth session), with the code fetched beyond the instruction cache cut to the code a
+    block runs or not, it made sizes <= 512^3 worse (8.7 -> 9.0-9.3 % over all rows) and did not mend rung 11 at very
+    small K (README, twelfth session). None: facts made before the field."""
+    epilogue_tile_loop_instructions: int | None = None
+    """Instructions of the loops after the main loop that compute K tiles (the drain of rungs 11/12, the naive kernel's
+    remainder loop): their iterations are K tiles, which the timing model counts with the main loop's; their code is
+    fetched once a block like the rest of the epilogue."""
+
     loop_queue: Mapping[str, Any] | None = None
     """The steady iteration's *ordering* cost at the shared-memory pipe (``tools.sched_sim.loop_queue``): one
     scheduler's warps simulated cycle by cycle over the steady path's SASS, with the SM's pipe serving the simulated

@@ -419,3 +419,53 @@ def test_cp_async_wait_counts_the_groups_it_may_leave_pending() -> None:
     assert cf.warp_trace(two + [i("DEPBAR.LE", "SB0, 0x1")], 500, 20)["ends"] == [501.0]   # first group: 0 + 500
     assert cf.warp_trace(two + [i("DEPBAR.LE", "SB0, 0x0")], 500, 20)["ends"] == [503.0]   # both: 2 + 500
     assert cf.warp_trace(two + [i("DEPBAR.LE", "SB0, 2")], 500, 20)["ends"] == [5.0]       # none
+
+
+def _prog():
+    """A K loop (two FFMAs), a loop of K tiles after it (the drain), then an aligned store path (one STG.128) and a
+    guarded element path (four STG) storing as many bytes, both ending the kernel."""
+    I = cfacts.Instr
+    code = [("FFMA", "R1, R2, R3, R1", None, None), ("FFMA", "R5, R2, R3, R5", None, None),
+            ("BRA", "", "P0", ".L0"),
+            ("FFMA", "R1, R2, R3, R1", None, None), ("BRA", "", "P1", ".L1"),
+            ("BRA", "", "P2", ".L2"),
+            ("STG.E.128", "desc[UR4][R4.64], R8", None, None), ("EXIT", "", None, None),
+            ("STG.E", "desc[UR4][R4.64], R8", None, None), ("STG.E", "desc[UR4][R4.64+0x4], R9", None, None),
+            ("STG.E", "desc[UR4][R4.64+0x8], R10", None, None), ("STG.E", "desc[UR4][R4.64+0xc], R11", None, None),
+            ("EXIT", "", None, None)]
+    instrs = [I(16 * k, pred, op, ops, tgt) for k, (op, ops, pred, tgt) in enumerate(code)]
+    return instrs, {".L0": 0, ".L1": 48, ".L2": 128}
+
+
+def test_the_epilogue_path_is_the_aligned_store_path_without_the_drain_loop():
+    """tools.compiler_facts.epilogue_path: of two store paths moving the same bytes the shorter (the interior tile's
+    aligned stores); the loop of K tiles after the main loop is not epilogue (its iterations are K tiles), but its
+    code is counted apart (fetched once). A planted reversal (the longest path) would count 7."""
+    instrs, labels = _prog()
+    a = cfacts.analyse_sass(instrs, labels)
+    assert a["loop_ffma"] == 2 and a["epilogue_instructions"] == 10
+    assert a["epilogue_path_instructions"] == 3          # the branch, the STG.128, the EXIT
+    assert a["epilogue_tile_loop_instructions"] == 2
+    f = Facts.from_json({"config_key": "k", "arch": "sm_90", "nvrtc_version": "13.0", "registers": 32,
+                         "epilogue_path_instructions": 3, "epilogue_tile_loop_instructions": 2})
+    assert (f.epilogue_path_instructions, f.epilogue_tile_loop_instructions) == (3, 2)
+
+
+def test_shipped_sm90_epilogue_paths_are_part_of_the_epilogue():
+    n = 0
+    for k, f in load_facts("sm_90").items():
+        if f.loop_found and f.epilogue_path_instructions is not None:
+            assert f.epilogue_path_instructions + (f.epilogue_tile_loop_instructions or 0) <= f.epilogue_instructions, k
+            n += 1
+    assert n > 2000
+    rung11 = facts_for(KernelConfig.parse("11:BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES=3,"
+                                          "SPREAD=16"), "sm_90")
+    assert (rung11.epilogue_path_instructions, rung11.epilogue_tile_loop_instructions) == (441, 2275)
+
+
+def test_vector_reductions_store_sixteen_bytes():
+    I = cfacts.Instr
+    assert cfacts.stored_bytes(I(0, None, "REDG.E.ADD.F32", "x4.FTZ.RN.STRONG.GPU desc[UR10][R6.64], R72", None)) == 16
+    assert cfacts.stored_bytes(I(0, None, "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU", "desc[UR10][R6.64], R72", None)) == 4
+    assert cfacts.stored_bytes(I(0, None, "STG.E.128", "desc[UR4][R4.64], R8", None)) == 16
+    assert cfacts.stored_bytes(I(0, None, "LDG.E.128", "R8, desc[UR4][R4.64]", None)) == 0

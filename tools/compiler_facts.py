@@ -704,6 +704,78 @@ def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: 
     return path[::-1]
 
 
+def stored_bytes(ins: Instr) -> int:
+    """Bytes one thread writes to global memory with one store or reduction (``STG``, ``REDG``/``RED``, ``ATOMG``;
+    0 for other instructions). nvdisasm prints a vector reduction's width after the op (``REDG.E.ADD.F32 x4.FTZ...``):
+    16 bytes for ``x4``, 8 for ``x2``."""
+    fam = ins.family
+    if fam.startswith("STG"):
+        return moved_bytes(fam)
+    if fam.startswith(("REDG", "RED", "ATOMG")):
+        o = ins.operands.lstrip()
+        return 16 if o.startswith("x4") else 8 if o.startswith("x2") else 4
+    return 0
+
+
+def epilogue_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: set[int]) -> dict[str, int] | None:
+    """What an interior block runs after the main loop (header ``h``, ``body``): ``epilogue_path_instructions``, the
+    instructions of the path from the loop's exit to the end that stores the most bytes with the fewest instructions
+    (the interior tile's aligned stores; the guarded element paths of edge tiles and unaligned rows store as much with
+    more instructions), without the loops after the main loop that compute K tiles (``epilogue_tile_loop_instructions``:
+    rung 11/12 drain the pipeline's last STAGES - 1 tiles in a second loop; its iterations are K tiles, which the timing
+    model counts as such). Back edges are cut, so a rolled loop that stores counts once. None without an exit path."""
+    pro, epi = _around(blocks, h, body)
+    if not epi:
+        return None
+    dom = dominators(blocks)
+    tile_loop: set[int] = set()
+    for lh, lb in natural_loops(blocks).items():
+        if lh in epi and any(instrs[k].family == "FFMA" for b in lb for k in range(blocks[b].start, blocks[b].end)):
+            tile_loop |= lb
+    succ = {b: [s for s in blocks[b].succ if s in epi and s not in dom[b]] for b in epi}
+    starts = sorted({t for b in body for t in blocks[b].succ if t in epi})
+    order: list[int] = []
+    seen: set[int] = set()
+    for s0 in starts:                    # reverse post-order of the acyclic graph from the loop's exits
+        if s0 in seen:
+            continue
+        seen.add(s0)
+        stack = [(s0, iter(succ[s0]))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(node)
+            elif nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(succ[nxt])))
+    order.reverse()
+
+    def score(b: int) -> tuple[int, int]:
+        ins = instrs[blocks[b].start:blocks[b].end]
+        return sum(stored_bytes(i) for i in ins), -(0 if b in tile_loop else len(ins))
+
+    best: dict[int, tuple[tuple[int, int], int | None]] = {}
+    for b in order:
+        if b in starts and (b not in best or score(b) > best[b][0]):
+            best[b] = (score(b), None)
+        if b not in best:
+            continue
+        (by, neg), _ = best[b]
+        for t in succ[b]:
+            sb, sn = score(t)
+            cand = ((by + sb, neg + sn), b)
+            if t not in best or cand[0] > best[t][0]:
+                best[t] = cand
+    ends = [b for b in best if not succ[b]]
+    if not ends:
+        return None
+    (_, neg), _ = best[max(ends, key=lambda b: best[b][0])]
+    return {"epilogue_path_instructions": -neg,
+            "epilogue_tile_loop_instructions": sum(blocks[b].end - blocks[b].start for b in tile_loop)}
+
+
 def _hist(instrs: Iterable[Instr]) -> dict[str, int]:
     h: dict[str, int] = {}
     for i in instrs:
@@ -952,6 +1024,8 @@ def analyse_sass(instrs: list[Instr], labels: Mapping[str, int], arch: str = "sm
         out["loop_bank_conflicts"] = ffma_conflicts(path_instrs, rule)[1]
         out["loop_bank_rule"] = rule
         out["loop_slot_classes"] = ffma_slot_classes(path_instrs)
+    # what an interior block runs after the loop (its issue, and the code it fetches once)
+    out.update(epilogue_path(body, blocks, h, loop_blocks) or {})
     return out
 
 
