@@ -641,6 +641,48 @@ def moved_bytes(fam: str) -> int:
     return _WIDTH_BYTES.get(width, 4)
 
 
+def _reverse_postorder(starts: Sequence[int], succ: Mapping[int, Sequence[int]]) -> list[int]:
+    """The blocks reachable from ``starts`` along ``succ`` (an acyclic graph: back edges already cut), in a
+    topological order (reverse post-order of an iterative depth-first search)."""
+    order: list[int] = []
+    seen: set[int] = set()
+    for s0 in starts:
+        if s0 in seen:
+            continue
+        seen.add(s0)
+        stack = [(s0, iter(succ[s0]))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                order.append(node)
+            elif nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, iter(succ[nxt])))
+    order.reverse()
+    return order
+
+
+def _best_paths(order: Sequence[int], succ: Mapping[int, Sequence[int]], starts: Sequence[int],
+                score) -> dict[int, tuple[tuple[int, ...], int | None]]:
+    """{block: (the best path's summed score to it, the block before it)} over an acyclic graph in topological
+    ``order``, paths beginning at ``starts``; ``score(block)`` is a tuple, summed element by element along a path and
+    compared as tuples (e.g. (bytes moved, -instructions): the most bytes, then the fewest instructions)."""
+    best: dict[int, tuple[tuple[int, ...], int | None]] = {}
+    for b in order:
+        if b in starts and (b not in best or score(b) > best[b][0]):
+            best[b] = (score(b), None)
+        if b not in best:
+            continue
+        acc, _ = best[b]
+        for t in succ[b]:
+            cand = (tuple(x + y for x, y in zip(acc, score(t))), b)
+            if t not in best or cand[0] > best[t][0]:
+                best[t] = cand
+    return best
+
+
 def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: set[int],
                 longest: bool = False) -> list[int] | None:
     """Blocks of the loop's *steady-state* path: from the header to a block that branches back, the path
@@ -657,41 +699,13 @@ def steady_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body: 
     dom = dominators(blocks)
     succ = {b: [s for s in blocks[b].succ if s in body and s != h and s not in dom[b]] for b in body}
     latches = {b for b in body if h in blocks[b].succ}
-    # topological order of the acyclic graph from the header
-    order: list[int] = []
-    state: dict[int, int] = {}
-
-    def visit(b: int) -> None:
-        stack = [(b, iter(succ[b]))]
-        state[b] = 1
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                state[node] = 2
-                order.append(node)
-            elif nxt not in state:
-                state[nxt] = 1
-                stack.append((nxt, iter(succ[nxt])))
-
-    visit(h)
-    order.reverse()
+    order = _reverse_postorder([h], succ)          # topological order of the acyclic graph from the header
 
     def score(b: int) -> tuple[int, int]:
         ins = instrs[blocks[b].start:blocks[b].end]
         return sum(moved_bytes(i.family) for i in ins), (len(ins) if longest else -len(ins))
 
-    best: dict[int, tuple[tuple[int, int], int | None]] = {h: (score(h), None)}
-    for b in order:
-        if b not in best:
-            continue
-        (by, neg), _ = best[b]
-        for s in succ[b]:
-            sb, sn = score(s)
-            cand = ((by + sb, neg + sn), b)
-            if s not in best or cand[0] > best[s][0]:
-                best[s] = cand
+    best = _best_paths(order, succ, [h], score)
     ends = [b for b in latches if b in best]
     if not ends:
         return None
@@ -734,40 +748,13 @@ def epilogue_path(instrs: Sequence[Instr], blocks: Sequence[Block], h: int, body
             tile_loop |= lb
     succ = {b: [s for s in blocks[b].succ if s in epi and s not in dom[b]] for b in epi}
     starts = sorted({t for b in body for t in blocks[b].succ if t in epi})
-    order: list[int] = []
-    seen: set[int] = set()
-    for s0 in starts:                    # reverse post-order of the acyclic graph from the loop's exits
-        if s0 in seen:
-            continue
-        seen.add(s0)
-        stack = [(s0, iter(succ[s0]))]
-        while stack:
-            node, it = stack[-1]
-            nxt = next(it, None)
-            if nxt is None:
-                stack.pop()
-                order.append(node)
-            elif nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, iter(succ[nxt])))
-    order.reverse()
+    order = _reverse_postorder(starts, succ)
 
     def score(b: int) -> tuple[int, int]:
         ins = instrs[blocks[b].start:blocks[b].end]
         return sum(stored_bytes(i) for i in ins), -(0 if b in tile_loop else len(ins))
 
-    best: dict[int, tuple[tuple[int, int], int | None]] = {}
-    for b in order:
-        if b in starts and (b not in best or score(b) > best[b][0]):
-            best[b] = (score(b), None)
-        if b not in best:
-            continue
-        (by, neg), _ = best[b]
-        for t in succ[b]:
-            sb, sn = score(t)
-            cand = ((by + sb, neg + sn), b)
-            if t not in best or cand[0] > best[t][0]:
-                best[t] = cand
+    best = _best_paths(order, succ, starts, score)
     ends = [b for b in best if not succ[b]]
     if not ends:
         return None
