@@ -230,8 +230,10 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     if bound == "latency":
         s.append(f"Bound by latency: {who}; {split}.")
     elif bound == "issue":
+        held = (f", {prof.held_issue_cycles:,.4g} of them cycles its FFMAs' a-c register-bank conflicts hold the "
+                f"scheduler" if prof.held_issue_cycles > 0 else "")
         s.append(f"Bound by instruction issue: {who}, each warp issuing {prof.instructions_per_warp:,.4g} "
-                 f"instructions per {step} (from the {'SASS' if prof.source == 'sass' else 'simulator estimate'}) "
+                 f"instructions per {step} (from the {'SASS' if prof.source == 'sass' else 'simulator estimate'}{held}) "
                  f"on {rt.schedulers} schedulers: {_fmt_cycles(issued)} issue cycles{fetch_txt}; {split}.")
     elif bound == "shared":
         bi = sim.per_block_iteration

@@ -370,6 +370,7 @@ class Profile:
     code_bytes: tuple = (0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the whole kernel
     element_path_extra: float = 0.0         # instructions per warp and iteration the element path adds (K or N % 4 != 0)
     element_trace_extra: tuple = ()         # its lone-warp iteration minus the steady one, on the trace grid
+    held_issue_cycles: float = 0.0          # of instructions_per_warp: cycles its FFMAs' a-c bank conflicts hold the scheduler
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -475,7 +476,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
             "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits, "fetch": fetch,
             "queue": queue, "queue_blocks": qblocks, "copies": copies, "code": code, "elem": elem,
-            "elem_trace": elem_trace}
+            "elem_trace": elem_trace, "held": held}
 
 
 @lru_cache(maxsize=100_000)
@@ -506,7 +507,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    local_stores=float(c["local_stores"]), fetch_cycles=float(c["fetch"]),
                    queue_cycles=tuple(float(x) for x in c["queue"]), queue_blocks=int(c["queue_blocks"]),
                    async_copies=float(c["copies"]), code_bytes=tuple(float(x) for x in c["code"]),
-                   element_path_extra=float(c["elem"]), element_trace_extra=tuple(map(tuple, c["elem_trace"].tolist())))
+                   element_path_extra=float(c["elem"]), element_trace_extra=tuple(map(tuple, c["elem_trace"].tolist())),
+                   held_issue_cycles=float(c["held"]))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -394,6 +394,7 @@ def test_conflicts_that_hold_the_scheduler_are_issue_cycles_paid_by_every_warp()
     per = cnt["ffma_warp"][0] / cnt["warps"][0] / f.loop_ffma
     held = f.slot_class_issue_cycles * per
     assert held > 0 and col["instr"][0] - col["instr"][1] == pytest.approx(held)
+    assert profile(cfg, "sm_90").held_issue_cycles == pytest.approx(held)          # what explain reports
     assert np.allclose(col["trace"][0] - col["trace"][1], held)                    # the lone iteration too
     assert col["bank_conflicts"][0] == pytest.approx(col["bank_conflicts"][1])    # the fixed stalls unchanged
     # planted: the same tile without its classes is faster; the eight-column sibling is predicted faster than it
