@@ -141,13 +141,20 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Code beyond the instruction cache.* The SM keeps a kernel's code beyond the L0 in an instruction cache that
 holds 128 KB on the H200 (``experiments/icache_cold.py``: loops of up to 128 KB stream at the L0-miss rate, 192 KB
 and more at 2.7 B a cycle from L2; a relaunched kernel and the second block of an SM find code that fits still
-there: :data:`model.facts.CODE_CACHE`). A kernel whose SASS exceeds it (rung 11/12's BK = 32 tiles: 258-350 KB,
-their epilogue paths unrolled) makes every round's blocks fetch from L2 what they run once, before and after the
-main loop, and their first pass over the loop, at that rate per scheduler (the blocks of a round run the same code
-together); the part the fetch exceeds the work it feeds by is added to the round. Why: measured over K at one round
-(``kscan``, 2026-12-01), such configs cost 39-54 us a block beyond the loop against 5-15 us predicted, and Nsight
-Compute puts their once-run code at 75 % ``no_instruction`` stalls; configs of up to 123 KB of SASS cost what the
-model gave them.
+there: :data:`model.facts.CODE_CACHE`). A kernel whose SASS exceeds it streams it in from L2 in its first round of
+blocks, at that rate per scheduler (the blocks of a round run the same code together), beside the prologue and the
+first iteration: about the whole SASS, as if fetched front to back. Later rounds find the code their blocks run in
+the cache when it fits - the code before the loop, the loop, and after it the epilogue path and the drain loop
+(:attr:`model.facts.Facts.epilogue_path_instructions`; rung 11's classic config runs 85 KB of its 194) - and pay
+nothing more; where it does not fit (rung 11/12's BK = 32 tiles run about 150 KB, two 69 KB loops) every round fetches
+its once-run code and its first pass over the loop again, the part the fetch exceeds the work it feeds by added to
+the round. Why: ``kscan`` (2026-12-01) put 39-54 us a block beyond the loop on the BK = 32 tiles against 5-15
+predicted, with Nsight Compute's ``no_instruction`` stalls at 75 % of their once-run code; ``rounds12`` (twelfth
+session) measured rounds of blocks at K = 32-512: rung 11's classic config costs 10.1 us a round at K = 32 as the
+kernels that fit do (the model charged 24.6, every round) and 30-35 us once, in its first round, at K >= 64; the
+BK = 32 tile pays every round (35 and 54 us a round at K = 64 and 128, 37 and 49 charged). Not modelled: at K so small
+that the pipeline never enters its main loop (rung 11's classic config at K < 64) the first round streams in less
+(about 15 us).
 
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
@@ -367,7 +374,9 @@ class Profile:
     queue_cycles: tuple = (0.0, 0.0, 0.0)   # (simulated, issue bound, pipe bound) cycles of an iteration of a round of queue_blocks blocks
     queue_blocks: int = 0                   # resident blocks per SM queue_cycles was simulated at (0: not simulated)
     async_copies: float = 0.0               # asynchronous copies (LDGSTS) per warp and iteration
-    code_bytes: tuple = (0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the whole kernel
+    code_bytes: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the whole kernel,
+    # and the code a block runs (before the loop, the loop, the epilogue path and the drain loop; the whole kernel where
+    # the facts have no epilogue path)
     element_path_extra: float = 0.0         # instructions per warp and iteration the element path adds (K or N % 4 != 0)
     element_trace_extra: tuple = ()         # its lone-warp iteration minus the steady one, on the trace grid
     held_issue_cycles: float = 0.0          # of instructions_per_warp: cycles its FFMAs' a-c bank conflicts hold the scheduler
@@ -401,7 +410,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     bank, held = np.zeros(n), np.zeros(n)
     fetch = np.zeros(n)
-    code = np.zeros((n, 4))
+    code = np.zeros((n, 5))
     elem = np.zeros(n)
     elem_trace = np.zeros((n, len(TRACE_GLOBAL), len(TRACE_SHARED)))
     queue, qblocks, copies = np.zeros((n, 3)), np.zeros(n), np.zeros(n)
@@ -423,8 +432,11 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
                 elem[i] = max(f.loop_element_path_instructions - f.loop_path_instructions, 0) * per[i]
                 elem_trace[i] = np.maximum(np.asarray(f.loop_element_trace_cycles, dtype=np.float64)
                                            - np.asarray(f.loop_trace_cycles, dtype=np.float64), 0.0) * per[i]
+            run = (f.total_instructions if f.epilogue_path_instructions is None else
+                   (f.prologue_instructions or 0) + (f.loop_instructions or 0) + f.epilogue_path_instructions
+                   + (f.epilogue_tile_loop_instructions or 0))
             code[i] = [_SASS_BYTES * float(x or 0) for x in (f.prologue_instructions, f.loop_instructions,
-                                                              f.epilogue_instructions, f.total_instructions)]
+                                                              f.epilogue_instructions, f.total_instructions, run)]
             # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
             bank[i] = f.bank_conflict_cycles * per[i] + FFMA_DISPATCH_CYCLES.get(f.arch, 0.0) * ffma_per_warp_it[i]
             # the conflicts that hold the scheduler's dispatch (model.facts.SLOT_CLASS_ISSUE_CYCLES): issue cycles
@@ -549,7 +561,7 @@ class ProfileArrays:
     queue: np.ndarray        # (rows, 3): simulated, issue-bound and pipe-bound cycles of an iteration of a round (Facts.loop_queue)
     queue_blocks: np.ndarray  # resident blocks per SM queue was simulated at (0: not simulated)
     copies: np.ndarray       # asynchronous copies (LDGSTS) per warp and iteration
-    code: np.ndarray         # (rows, 4): SASS bytes before the main loop, of the loop, after it, of the whole kernel
+    code: np.ndarray         # (rows, 5): SASS bytes before the main loop, of the loop, after it, of the whole kernel, run
     elem: np.ndarray         # instructions per warp and iteration the element path adds (Facts.loop_element_path_instructions)
     elem_trace: np.ndarray   # (rows, trace grid): the element path's lone-warp iteration minus the steady path's
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
@@ -1132,16 +1144,23 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # blocks of a round run the same code together) the code they run once, before and after the main loop, and
     # their first pass over the loop. The fetch overlaps the work it feeds: what it exceeds that work by is added.
     cap, r_l2 = CODE_CACHE.get(gpu.arch, (math.inf, 1.0))
-    beyond = pa.code[:, 3] > cap
+    beyond = pa.code[:, 3] > cap          # the SASS does not fit: the first round streams it in from L2
+    refetch = pa.code[:, 4] > cap         # the code a block runs does not fit either: every round fetches it again
 
     def cold(t_it, bb):
-        return np.where(beyond, np.maximum(pa.code[:, 0] / r_l2 - pro, 0.0) + np.maximum(pa.code[:, 1] / r_l2 - t_it, 0.0)
+        return np.where(refetch, np.maximum(pa.code[:, 0] / r_l2 - pro, 0.0) + np.maximum(pa.code[:, 1] / r_l2 - t_it, 0.0)
                         + np.maximum(pa.code[:, 2] / r_l2 - epilogue(bb), 0.0), 0.0)
+
+    def first(t_it, bb):
+        return np.where(beyond, np.maximum(np.maximum(pa.code[:, 3] / r_l2 - pro - t_it, 0.0), cold(t_it, bb)), 0.0)
 
     def once(bb):
         return pro + epilogue(bb)
     rounds = full + (rem > 0)
-    fetch_cold = full * cold(t_full, bps) + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0)
+    # the first round pays for the whole SASS, later rounds only when the code their blocks run exceeds the cache
+    fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)
+                          + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0),
+                          first(t_rem, np.maximum(rem, 1)))
     sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
                  + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0) + fetch_cold)
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
@@ -1292,9 +1311,12 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                  f"parameters: {prm.calibrated_on}")
     if float(r["cold_fetch_cycles"]) > 0:
         cap, r_l2 = CODE_CACHE[gpu.arch]
+        again = (f"and, as the {prof.code_bytes[4] / 1024:.0f} KB a block runs exceed it too, every later round its "
+                 f"once-run code and the loop's first pass" if prof.code_bytes[4] > cap else
+                 f"once (the {prof.code_bytes[4] / 1024:.0f} KB a block runs stay cached for the later rounds)")
         notes.append(f"the kernel's {prof.code_bytes[3] / 1024:.0f} KB of SASS exceed the {cap / 1024:.0f} KB "
-                     f"instruction cache beyond the L0: each round fetches its once-run code and the loop's first pass "
-                     f"from L2 at {r_l2:g} B a cycle ({float(r['cold_fetch_cycles']):,.0f} cycles on the busiest SM)")
+                     f"instruction cache beyond the L0: the first round streams it in from L2 at {r_l2:g} B a cycle, "
+                     f"{again} ({float(r['cold_fetch_cycles']):,.0f} cycles on the busiest SM)")
     if max_blocks_per_sm is not None:
         notes.append(f"residency forced to at most {max_blocks_per_sm} block(s) per SM")
     if prof.source != "sass":
