@@ -265,6 +265,14 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
                  f"B read ceil(M/BM) = {gm} times, C's store sectors; partial-sector stores cost a read-modify-write) "
                  f"at {fmt_rate(rt.l2_bytes_per_s, 'B')} take {fmt_time(float(ev['t_l2']))}, longer than the SMs' "
                  f"{sm_t} and DRAM's {fmt_time(float(ev['t_dram']))}.")
+    elif bound == "dram" and float(ev["c_reduced_from_dram_bytes"]) > 0:
+        red = float(ev["c_reduced_from_dram_bytes"])
+        s.append(f"Bound by DRAM: the split-K slices reduce into a C of {fmt_bytes(4.0 * pred.M * pred.N)} that does not "
+                 f"fit the {fmt_bytes(float(gpu.l2_bytes))} L2, so each slice reads {100 * float(ev['c_miss_share']):.0f} % "
+                 f"of C from DRAM and writes it back: {fmt_bytes(red)} reduced at the measured "
+                 f"{fmt_rate(rt.dram_reduction_bytes_per_s, 'B')} for reductions beyond the L2, with "
+                 f"{fmt_bytes(float(ev['dram_bytes']) - 2.0 * red)} of other traffic at {fmt_rate(rt.dram_bytes_per_s, 'B')}: "
+                 f"{fmt_time(float(ev['t_dram']))}, longer than the SMs' {sm_t} and L2's {fmt_time(float(ev['t_l2']))}.")
     elif bound == "dram":
         s.append(f"Bound by DRAM bandwidth: {fmt_bytes(float(ev['dram_bytes']))} (A and B once, the panels the "
                  f"blocks of one wave re-read after the L2 lost them (it keeps {l2_reuse_bytes(gpu) / 2**20:.0f} MiB of "
@@ -318,6 +326,7 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
     from model.registry import geometry, validate_size
     from model.simulate import NCU_METRICS, simulate
     from model.timing import LIMITS, load_loro_params, load_params, predict, profile, rates
+    from model.units import fmt_bytes
 
     M, N, K = validate_size(M, N, K)
     prm = load_params()
@@ -364,7 +373,10 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
         "dram_bytes_formula": ("A and B once + the panels a wave of blocks (in launch order) re-reads after the L2 "
                                "evicted them (reuse distance: the previous wave's panels and C, against the L2 over its "
                                "partitions) + the C evicted (written back) during the kernel; what the L2 still holds "
-                               "dirty at the end is written back after it"),
+                               "dirty at the end is written back after it"
+                               + (f"; split-K into a C beyond the L2: every slice reads and writes back "
+                                  f"{100 * float(ev['c_miss_share']):.0f} % of C ({fmt_bytes(float(ev['c_reduced_from_dram_bytes']))} "
+                                  f"each way)" if float(ev["c_reduced_from_dram_bytes"]) > 0 else "")),
     }
     per_block_iteration = {
         "warps": prof.warps, "instructions_per_warp": prof.instructions_per_warp,

@@ -38,6 +38,10 @@ Methods (the field names are those of :data:`model.spec.TIMING_FIELDS`):
   buffer (in L2), 8 blocks x 256 threads per SM, each warp's lanes four floats apart (the split-K epilogue's
   pattern: 16 sectors a request), 64 passes; 32 B x sector requests / time. Lanes one float apart (4 sectors a
   request) and 16 warps adding into one region are kept as extras.
+* ``dram_reduction_bytes_per_s``: 16-byte float reductions (``atomicAdd`` of a float4, sm_90; four 4-byte ones
+  before) into a buffer of 4 x L2, so that every sector is read from DRAM, reduced and written back (split-K's
+  epilogue when C does not fit in the L2); buffer bytes over the steady time of a pass, (t(4 passes) - t(1)) / 3.
+  ``experiments/red_beyond_l2.py`` measures the same at buffer sizes around the L2's.
 
 Bandwidths are medians of 20 CUDA-event timings after warm-up.
 """
@@ -79,6 +83,10 @@ METHODS: dict[str, str] = {
     "dram_copy_bandwidth_bytes_per_s": "128-bit copy of a buffer of up to 2 GiB, read + write bytes, median of 20",
     "launch_overhead_s": "median CUDA-event time of an empty kernel, 200 launches queued behind a spin kernel "
                          "(host off the timed path, as the sweeps time)",
+    "dram_reduction_bytes_per_s": "16-byte float reductions (atomicAdd of a float4 on sm_90, four 4-byte ones before) "
+                                  "into a buffer of 4 x L2, one a thread in address order, 8 blocks x 256 threads "
+                                  "per SM; buffer bytes over the steady time of a pass ((t(4 passes) - t(1)) / 3 "
+                                  "after an L2 flush), median of 20",
     "fp32_flop_per_s": "independent FFMA chains on all SMs (one wave) during the sustained-clock launches, "
                        "CUDA-event time",
     "ffma_latency_cycles": "one thread, a dependent chain of 65536 FFMA, clock64 cycles",
@@ -279,6 +287,18 @@ extern "C" __global__ void red_add(float* c, long long regions, int stride, int 
         for (int e = 0; e < stride; ++e) atomicAdd(base + e, 1.0f);
     }
 }
+// Float reductions into a buffer beyond the L2: one 16-byte reduction a thread (atomicAdd of a float4,
+// RED.E.ADD.F32x4, on sm_90; four 4-byte ones before), threads in address order, the grid walking the buffer.
+extern "C" __global__ void red_wide(float4* buf, long long n4) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4; i += (long long)gridDim.x * blockDim.x) {
+#if __CUDA_ARCH__ >= 900
+        atomicAdd(buf + i, make_float4(1.f, 1.f, 1.f, 1.f));
+#else
+        float* p = reinterpret_cast<float*>(buf + i);
+        atomicAdd(p, 1.f); atomicAdd(p + 1, 1.f); atomicAdd(p + 2, 1.f); atomicAdd(p + 3, 1.f);
+#endif
+    }
+}
 extern "C" __global__ void chase_shared(int steps, unsigned* out, long long* cycles) {
     __shared__ unsigned nxt[1024];
     for (int i = threadIdx.x; i < 1024; i += blockDim.x) nxt[i] = (i * 97 + 31) & 1023;
@@ -295,7 +315,7 @@ extern "C" __global__ void chase_shared(int steps, unsigned* out, long long* cyc
 """
 
 KERNELS = ("spin", "empty", "copy4", "read4", "smem_bw", "ffma_clock", "ffma_latency", "chase_l1", "chase_cg",
-           "chase_shared", "red_add")
+           "chase_shared", "red_add", "red_wide")
 LINE = 128          # bytes per cache line
 STEPS = 4096        # timed steps of every pointer chase
 REPS = 20           # CUDA-event timings per bandwidth
@@ -408,6 +428,29 @@ def run(log=print, state: dict | None = None) -> dict:
         extra[f"red_stride{stride}_share{share}_atomics_per_s"] = requests * 32 / t
     del red_buf
     res["l2_reduction_bytes_per_s"] = 32.0 * extra["red_stride4_share1_sectors_per_s"]
+    # ---- float reductions beyond the L2: a buffer of 4 x L2, one and four passes after a flush; a pass's steady time
+    # is (t(4) - t(1)) / 3 (the first pass also reads the buffer in from DRAM)
+    wide_bytes = min(4 * l2, n_bytes) // (1 << 20) * (1 << 20)
+    wide = cp.zeros(wide_bytes // 4, dtype=cp.float32)
+    wide_pass = {}
+    for p in (1, 4):
+        def reduce_wide(p=p):
+            k["read4"]((grid,), (512,), (a, np.int64(min(2 * l2, n_bytes) // 16), np.int64((1 << 62) - 1),
+                                         np.int32(1), out))     # flush the L2 (not timed: an event after it)
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            for _ in range(p):
+                k["red_wide"]((sms * 8,), (256,), (wide, np.int64(wide_bytes // 16)))
+            e1.record()
+            e1.synchronize()
+            return cp.cuda.get_elapsed_time(e0, e1) / 1e3
+        for _ in range(3):
+            reduce_wide()
+        raw[f"red_wide_passes{p}"] = [reduce_wide() for _ in range(REPS)]
+        wide_pass[p] = statistics.median(raw[f"red_wide_passes{p}"])
+    del wide
+    res["dram_reduction_bytes_per_s"] = wide_bytes / ((wide_pass[4] - wide_pass[1]) / 3.0)
+    extra["red_wide_buffer_bytes"] = wide_bytes
     log("L2 reductions: " + ", ".join(f"stride {a} share {b_}: {extra[f'red_stride{a}_share{b_}_sectors_per_s']:.4g} "
                                       f"sectors/s, {extra[f'red_stride{a}_share{b_}_atomics_per_s']:.4g} adds/s"
                                       for a, b_ in ((1, 1), (4, 1), (4, 16))))

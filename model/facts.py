@@ -83,6 +83,18 @@ the four sectors of 1,024 lines in turn after an L2 flush pays DRAM's latency fo
 medians of three repeats) and an L2 hit's for sectors 1 and 3 (301-305): 64 bytes. Other architectures: not
 measured, one 32-byte sector (:mod:`model.timing`)."""
 
+L2_REDUCTION_RAMP = {"sm_90": (0.937, 1.052)}
+"""(start, end) of the range of buffer sizes, in L2 capacities, over which float reductions passing through a buffer
+again and again go from all hitting the L2 to all missing it, per architecture: a buffer of ``start`` x L2 or less
+stays in the L2, one of ``end`` x L2 or more is read from DRAM and written back on every pass (LRU), and the share
+that misses grows linearly in between (the lines of a buffer near the L2's size do not spread evenly over its sets,
+so some sets overflow first). Measured on the H200 by ``experiments/red_beyond_l2.py``
+(``experiments/results/h200/red_beyond_l2-2026-12-01b.json`` and ``-c.json``, 2026-12-01): the rate of 16-byte
+reductions is 3.15 TB/s up to 55 MiB and 1.42 TB/s from 80 MiB, in address order and in the split-K epilogue's
+128 x 128 tile order alike; the share of misses that blend of the two rates implies, from 52 to 72 MiB 1 MiB apart,
+fitted by least squares with a linear ramp (the fit's only data). Other architectures: not measured, a sharp step
+at the L2's capacity (:func:`model.timing.evaluate`)."""
+
 SLOT_CLASS_ISSUE_CYCLES = {"sm_90": {"ac": 1.00}}
 """Issue cycles an FFMA's register-bank conflict takes from its scheduler, by the class of its uncached sources
 (``tools.bank_conflicts.SLOT_CLASSES``; ``ac``: a and c in one bank of four), per architecture. Measured on the H200

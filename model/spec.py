@@ -262,6 +262,9 @@ TIMING_FIELDS: tuple[TimingField, ...] = (
     TimingField("launch_overhead_s", "s", 1e-7, 1e-3, True, "time of an empty kernel launch as the sweeps time it"),
     TimingField("l2_reduction_bytes_per_s", "B/s", 1e9, 1e15, False,
                 "float reductions in L2 (RED.ADD.F32, split-K's epilogue): 32-byte sector requests a second x 32 B"),
+    TimingField("dram_reduction_bytes_per_s", "B/s", 1e9, 1e15, False,
+                "float reductions into a buffer beyond the L2 (each sector read from DRAM, reduced and written back; "
+                "split-K's epilogue when C does not fit): bytes of the buffer reduced a second"),
     TimingField("fp32_flop_per_s", "FLOP/s", 1e9, 1e16, False, "achieved FP32 FFMA throughput, all SMs"),
     TimingField("ffma_latency_cycles", "cycles", 1, 2000, False, "latency of a dependent FFMA"),
 )

@@ -197,7 +197,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG
+from .facts import CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG, L2_REDUCTION_RAMP
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
@@ -267,6 +267,7 @@ class Rates:
     lsu_cycles: float = 1.0   # cycles a warp's memory instruction holds the SM's load/store pipe
     dram_latency_cycles: float = 0.0
     l2_reduction_bytes_per_s: float = 0.0   # float reductions (RED.ADD.F32): 32 B x sector requests a second
+    dram_reduction_bytes_per_s: float = 0.0  # float reductions into a buffer beyond the L2: its bytes a second
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -318,9 +319,14 @@ def rates(gpu) -> Rates:
     dlat = get("dram_latency_cycles", 2.3 * lat, "DRAM latency (2.3 x the L2 latency)")
     # a reduction reads and writes its sector in the L2: half the L2's bandwidth where it was not measured
     red = get("l2_reduction_bytes_per_s", l2 / 2.0, "L2 float reductions (half the L2 bandwidth: read and write)")
+    # a reduction whose sector is not in the L2 reads it from DRAM and writes it back: half the DRAM copy bandwidth
+    # (read + write bytes) where not measured (the H200 measures 1.41 TB/s against 1.95 from its copy bandwidth)
+    copy = t.get("dram_copy_bandwidth_bytes_per_s") or gpu.copy_bandwidth_bytes_per_s or float(dram)
+    dred = get("dram_reduction_bytes_per_s", float(copy) / 2.0,
+               "float reductions beyond the L2 (half the DRAM copy bandwidth: every sector read and written back)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
                  lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
-                 max(dlat, lat), red)
+                 max(dlat, lat), red, dred)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1096,6 +1102,21 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # SM reads) lost them, and the C that was evicted (written back) before the kernel ended; in the
     # config's launch order (swizzle) and per K slice (split-K).
     dram_reads, dram_writes, f_a, f_b = _wave_walks(M, N, K, BM, BN, wave, l2_reuse_bytes(gpu), live, pa.swizzle)
+    # Split-K when C does not fit in the L2 (its lines live in one partition each, so the whole L2 holds C, beside
+    # the slice's A and B panels, which every SM reads and so sit in both partitions): the slices walk C in the same
+    # order, each evicting the lines the next one reduces first (LRU), so every slice's reductions miss - the L2 reads
+    # each sector of C from DRAM, adds into it and writes it back - at the rate measured for reductions into a buffer
+    # beyond the L2 ([timing].dram_reduction_bytes_per_s, experiments/red_beyond_l2.py: 1.41 TB/s on the H200 against
+    # 3.15 in the L2; Nsight Compute on rung 12 at C = 72-94 MB: DRAM reads 4.0-14.7 x C, one C a live slice). Near the
+    # L2's size a share of them misses (model.facts.L2_REDUCTION_RAMP). Those reads and writes replace the walk's C
+    # re-reads and write-backs.
+    x0, x1 = L2_REDUCTION_RAMP.get(gpu.arch, (1.0, 1.0))
+    c_foot = (c_bytes + 2.0 * (a_bytes + b_bytes) / np.maximum(live, 1)) / float(r.l2_bytes)
+    c_miss = np.where(reduce, np.clip((c_foot - x0) / max(x1 - x0, 1e-9), 0.0, 1.0), 0.0)
+    c_reduced = c_miss * live * c_bytes
+    walk_c_reads = np.where(live > 1, (live - 1) / np.maximum(live, 1) * dram_writes, 0.0)
+    dram_reads = dram_reads - c_miss * walk_c_reads + c_reduced
+    dram_writes = (1.0 - c_miss) * dram_writes + c_reduced
     # A's tiles walk its rows along K: an iteration reads k_tile x 4 contiguous bytes of each row, and the L2 fills
     # from DRAM a whole fetch (model.facts.DRAM_FETCH_BYTES: 64 B on the H200), so only that share of the iterations
     # asks DRAM for A (the next ones find it in L2: 32 B at BK = 8, every other K tile). B's tiles are rows of B:
@@ -1103,11 +1124,16 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     f_a = f_a * np.minimum(1.0, BYTES_PER_ELEMENT * pa.k_tile / float(DRAM_FETCH_BYTES.get(gpu.arch, _SECTOR_BYTES)))
     waves = -(-blocks // wave)
     dram_bytes = dram_reads + dram_writes
-    t_l2 = l2_time_bytes / r.l2_bytes_per_s + np.where(reduce, c_sector_bytes / r.l2_reduction_bytes_per_s, 0.0)
-    t_dram = dram_bytes / r.dram_bytes_per_s
+    # The L2's reductions (split-K) are timed once, in the SMs' epilogue: the blocks of a round wait for the L2 to
+    # reduce their partial tiles (store_cycles_per_block below). Timed again here, as a pipe beside the SMs, they
+    # counted the same L2 work twice (split-K rows at small K, where the reductions are most of the work, ran 10-18 %
+    # faster than predicted: edge_val12-15).
+    t_l2 = l2_time_bytes / r.l2_bytes_per_s
+    t_dram = (dram_bytes - 2.0 * c_reduced) / r.dram_bytes_per_s + c_reduced / r.dram_reduction_bytes_per_s
     # Split-K: C is zeroed before the kernel (gpu.launcher: a memset of C, timed with it as part of the
-    # operation): one more launch, and C's bytes written through the L2.
-    t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.l2_bytes_per_s, 0.0)
+    # operation): one more launch, and C's bytes written at DRAM's bandwidth (experiments/red_beyond_l2.py: a memset
+    # of 8-256 MiB takes 5.1-62 us on the H200, launch + bytes / 4.5 TB/s, in the L2 or not).
+    t_zero = np.where(S > 1, r.launch_overhead_s + c_bytes / r.dram_bytes_per_s, 0.0)
     # The loaded latency a barrier waits for every iteration: latency_scale x the L2 hit latency (the
     # slowest of many tile lines, queued behind the others), plus DRAM's extra latency in the share of
     # the iterations whose tiles come from DRAM (_wave_walks: a panel the wave touches first, or again after the
@@ -1182,7 +1208,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     return {"time_s": time_s, "flop_per_s": flops / time_s, "flops": flops, "t_sm": t_sm, "t_l2": t_l2,
             "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": waves,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
-            "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold}
+            "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold,
+            "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero}
 
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
@@ -1300,8 +1327,14 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                     f"({prof.latency_chain:.2f} latencies in series per iteration, "
                     f"{'from the SASS loop trace' if prof.source == 'sass' else 'estimated: no loop trace'}); "
                     f"{b} resident block(s) x {prof.warps} warps hide it (mean value analysis); plus the prologue"),
-        "l2": f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s",
-        "dram": f"{r['dram_bytes'] / 1e9:.3g} GB (A, B + re-reads per wave, C evicted during the kernel) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s",
+        "l2": (f"{r['l2_bytes'] / 1e9:.3g} GB (tile loads + C stores) / {rt.l2_bytes_per_s / 1e12:.3g} TB/s"
+               + ("; the split-K reductions are timed in the SMs' epilogue (each round waits for the L2 to reduce its "
+                  f"tiles at {rt.l2_reduction_bytes_per_s / 1e12:.3g} TB/s), not here" if g.split_k > 1 else "")),
+        "dram": (f"{(r['dram_bytes'] - 2 * r['c_reduced_from_dram_bytes']) / 1e9:.3g} GB (A, B + re-reads per wave, "
+                 f"C evicted during the kernel) / {rt.dram_bytes_per_s / 1e12:.3g} TB/s"
+                 + (f" + {float(r['c_reduced_from_dram_bytes']) / 1e9:.3g} GB of C reduced from DRAM (each slice reads "
+                    f"and writes back {100 * float(r['c_miss_share']):.0f} % of C: it does not fit the L2) / "
+                    f"{rt.dram_reduction_bytes_per_s / 1e12:.3g} TB/s" if float(r['c_reduced_from_dram_bytes']) > 0 else "")),
     }
     roofs = tuple(Roof(name, float(lim[i]), float(lim[i]) * rt.clock_hz, "cycle", rt.clock_hz, formulas[name])
                   for i, name in enumerate(LIMITS))
@@ -1317,6 +1350,9 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         notes.append(f"the kernel's {prof.code_bytes[3] / 1024:.0f} KB of SASS exceed the {cap / 1024:.0f} KB "
                      f"instruction cache beyond the L0: the first round streams it in from L2 at {r_l2:g} B a cycle, "
                      f"{again} ({float(r['cold_fetch_cycles']):,.0f} cycles on the busiest SM)")
+    if float(r["zero_s"]) > 0:
+        notes.append(f"split-K: C is zeroed before the kernel (a memset at DRAM bandwidth, one more launch): "
+                     f"{float(r['zero_s']) * 1e6:.1f} us, added to the time")
     if max_blocks_per_sm is not None:
         notes.append(f"residency forced to at most {max_blocks_per_sm} block(s) per SM")
     if prof.source != "sass":

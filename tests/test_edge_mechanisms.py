@@ -178,11 +178,65 @@ def test_split_k_reductions_run_at_the_measured_reduction_rate() -> None:
     assert t1 == pytest.approx(float(predict_rows(H200, [one], [(512, 512, 4096)])["time_s"][0]))  # no split-K: unused
 
 
+VRED16 = "12:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8"
+
+
+def test_split_k_reductions_into_a_c_beyond_the_l2_miss_on_every_slice() -> None:
+    # K = 28: four K tiles, four live slices, each reducing all of C. C of 40 MB fits in the H200's 60 MiB L2; C of
+    # 94 MB does not: every slice reads C from DRAM and writes it back (ncu: DRAM reads 4.0 x C, writes 3.7 x C), at
+    # the measured rate of reductions beyond the L2 (1.41 TB/s).
+    from model import timing
+    cfg = KernelConfig.parse(VRED16)
+    r = timing.rates(H200)
+    assert r.dram_reduction_bytes_per_s == pytest.approx(1.411e12, rel=1e-3)    # gpus/h200.toml, microbenchmarked
+    fits, beyond = (3072, 3264, 28), (5376, 4352, 28)
+    res = predict_rows(H200, [cfg, cfg], [fits, beyond])
+    c = [4.0 * m * n for m, n, _ in (fits, beyond)]
+    dram = [float(x) for x in np.ravel(res["dram_bytes"])]
+    assert dram[0] < 2.0 * c[0]                                   # C read once at most, written once
+    assert dram[1] == pytest.approx(8.0 * c[1], rel=0.05)         # four slices, each a read and a write of C
+    t_dram = float(np.ravel(res["t_dram"])[1])
+    assert t_dram >= 4.0 * c[1] / r.dram_reduction_bytes_per_s
+    assert int(np.ravel(res["bound"])[1]) == 5                     # DRAM binds
+    # per byte of C, the launch beyond the L2 takes over 1.4 x as long as the one that fits (measured: 1.4-1.8)
+    per_c = [float(t) / x for t, x in zip(np.ravel(res["time_s"]), c)]
+    assert per_c[1] > 1.4 * per_c[0]
+
+
+def test_the_share_of_reductions_that_miss_ramps_over_the_measured_range() -> None:
+    from model.facts import L2_REDUCTION_RAMP
+    x0, x1 = L2_REDUCTION_RAMP["sm_90"]
+    assert 0.9 < x0 < 1.0 < x1 < 1.1
+    cfg = KernelConfig.parse(VRED16)
+    l2 = H200.l2_bytes
+    # C near the L2's size, K = 28 (slices' panels small beside C): time per byte of C grows with the miss share
+    sizes = [(int(f * l2 / 4 / 4096) // 128 * 128, 4096, 28) for f in (0.90, x0 + 0.3 * (x1 - x0), x0 + 0.7 * (x1 - x0), 1.15)]
+    t = np.ravel(predict_rows(H200, [cfg] * len(sizes), sizes)["time_s"])
+    per_c = [float(ti) / (m * n) for ti, (m, n, _) in zip(t, sizes)]
+    assert per_c[0] < per_c[1] < per_c[2] < per_c[3]
+
+
+def test_split_k_reductions_are_timed_once() -> None:
+    # the round's epilogue (the SMs wait for the L2 to reduce their tiles) carries the reductions; the L2 pipe beside
+    # the SMs carries only the tile loads, so a launch that only reduces is not charged the same L2 work twice
+    from model import timing
+    cfg = KernelConfig.parse(VRED16)
+    res = predict_rows(H200, [cfg], [(3072, 3264, 28)])
+    (pa,), _ = timing._arrays_for(H200, [cfg], None)
+    r = timing.rates(H200)
+    reduced = 32.0 * float(pa.store_sectors[0]) * float(np.ravel(res["blocks"])[0])
+    assert float(np.ravel(res["t_l2"])[0]) < 0.5 * reduced / r.l2_reduction_bytes_per_s
+    assert float(np.ravel(res["t_sm"])[0]) >= 0.9 * reduced / r.l2_reduction_bytes_per_s
+
+
 def test_a_gpu_without_a_measured_reduction_rate_reduces_at_half_its_l2_bandwidth() -> None:
     from model import timing
     r = timing.rates(load_gpu("rtxa6000"))
     assert r.l2_reduction_bytes_per_s == pytest.approx(r.l2_bytes_per_s / 2)
     assert any("reductions" in n for n in r.notes)
+    # beyond the L2: every sector read and written back, half the DRAM copy bandwidth
+    assert r.dram_reduction_bytes_per_s == pytest.approx(load_gpu("rtxa6000").timing["dram_copy_bandwidth_bytes_per_s"] / 2)
+    assert any("beyond the L2" in n for n in r.notes)
 
 
 def test_the_busiest_sm_sets_the_time_of_a_launch_with_edge_blocks() -> None:

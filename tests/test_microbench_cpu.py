@@ -28,6 +28,7 @@ PARAMS = {
     "dram_copy_bandwidth_bytes_per_s": 2.38e11,
     "launch_overhead_s": 2.9e-6,
     "l2_reduction_bytes_per_s": 1.1e12,
+    "dram_reduction_bytes_per_s": 2.1e11,
     "fp32_flop_per_s": 1.55e13,
     "ffma_latency_cycles": 4.02,
 }
@@ -95,14 +96,15 @@ def test_shipped_h200_json_rebuilds_its_table() -> None:
     block = mb.toml_from_result(stored)
     data = tomllib.loads((GPU_DIR / "h200.toml").read_text(encoding="utf-8"))
     data["timing"] = tomllib.loads(block)["timing"]
-    later = json.loads((REPO / "experiments/results/h200/microbench-2026-12-01.json").read_text())
-    data["timing"].update({k: v for k, v in tomllib.loads(mb.toml_from_result(later))["timing"].items()
-                           if k not in data["timing"]})
+    for name in ("microbench-2026-12-01.json", "microbench-2026-12-01b.json"):    # the fields added later
+        later = json.loads((REPO / "experiments/results/h200" / name).read_text())
+        data["timing"].update({k: v for k, v in tomllib.loads(mb.toml_from_result(later))["timing"].items()
+                               if k not in data["timing"]})
     spec = parse_gpu(data, "h200 with the rebuilt table")
     shipped = load_gpu("h200").timing
     assert spec.missing_timing == ()
     assert set(spec.timing) == set(shipped)
-    assert set(shipped) - set(stored["parameters"]) == {"l2_reduction_bytes_per_s"}
+    assert set(shipped) - set(stored["parameters"]) == {"l2_reduction_bytes_per_s", "dram_reduction_bytes_per_s"}
     for k, v in spec.timing.items():
         assert v == pytest.approx(shipped[k], rel=2e-3), k
 
@@ -381,3 +383,11 @@ def test_dram_fetch_chain_visits_each_line_sector_by_sector() -> None:
     lines = [s // (SPACING // 4) for s in seen]
     assert all(lines[i] == lines[i - i % SECTORS] for i in range(len(seen)))      # four steps per line
     assert [s % (SPACING // 4) for s in seen[:SECTORS]] == [0, 8, 16, 24]         # sectors 0, 1, 2, 3 in turn
+
+
+def test_red_beyond_l2_steady_pass_and_refusals(capsys) -> None:
+    from experiments import red_beyond_l2 as rb
+    assert rb.per_pass(10e-6, 40e-6) == pytest.approx(10e-6)       # (t(4) - t(1)) / 3
+    assert rb.per_pass(10e-6, 10e-6) == 0.0
+    assert rb.main(["--iters", "0"]) == 2
+    assert "--iters must be at least 1" in capsys.readouterr().err
