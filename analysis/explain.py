@@ -308,11 +308,17 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     if cold > 0:
         from model.facts import CODE_CACHE
         cap, r_l2 = CODE_CACHE[gpu.arch]
-        later = (f"and, as the {prof.code_bytes[4] / 1024:,.0f} KB of it a block runs exceed the cache too, every later "
+        run = float(ev["code_run_bytes"])
+        drain = run < prof.code_bytes[4]      # every K tile of a block runs in the drain loop: the steady loop never does
+        loop = prof.code_bytes[5] if drain else prof.code_bytes[1]
+        later = (f"and, as the {run / 1024:,.0f} KB of it a block runs exceed the cache too, every later "
                  f"round fetches again the {(prof.code_bytes[0] + prof.code_bytes[2]) / 1024:,.0f} KB its blocks run once "
-                 f"(before and after the main loop) and their first pass over the {prof.code_bytes[1] / 1024:,.0f} KB loop"
-                 if prof.code_bytes[4] > cap else
-                 f"once: the {prof.code_bytes[4] / 1024:,.0f} KB of it a block runs stay cached for the later rounds")
+                 f"(before and after the main loop) and their first pass over the {loop / 1024:,.0f} KB "
+                 f"{'drain ' if drain else ''}loop"
+                 if run > cap else
+                 f"once: the {run / 1024:,.0f} KB of it a block runs stay cached for the later rounds"
+                 + (f" (a block's {int(prof.code_bytes[6])} K tile(s) all run in the drain loop, never the "
+                    f"{prof.code_bytes[1] / 1024:,.0f} KB steady loop)" if drain else ""))
         s.append(f"The kernel's code ({prof.code_bytes[3] / 1024:,.0f} KB of SASS) exceeds the {cap / 1024:.0f} KB "
                  f"instruction cache beyond the L0, so the first round of blocks streams it in from L2, at {r_l2:g} B a "
                  f"cycle, {later}: {_fmt_cycles(cold)} cycles in all on the busiest SM, beyond the work that fetch feeds "

@@ -380,9 +380,10 @@ class Profile:
     queue_cycles: tuple = (0.0, 0.0, 0.0)   # (simulated, issue bound, pipe bound) cycles of an iteration of a round of queue_blocks blocks
     queue_blocks: int = 0                   # resident blocks per SM queue_cycles was simulated at (0: not simulated)
     async_copies: float = 0.0               # asynchronous copies (LDGSTS) per warp and iteration
-    code_bytes: tuple = (0.0, 0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the whole kernel,
-    # and the code a block runs (before the loop, the loop, the epilogue path and the drain loop; the whole kernel where
-    # the facts have no epilogue path)
+    code_bytes: tuple = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # SASS bytes: before the main loop, the loop, after it, the
+    # whole kernel, the code a block runs (before the loop, the loop, the epilogue path and the drain loop; the whole
+    # kernel where the facts have no epilogue path), the drain loop; and the K tiles the drain loop takes (STAGES - 1
+    # where the kernel has one, else 0)
     element_path_extra: float = 0.0         # instructions per warp and iteration the element path adds (K or N % 4 != 0)
     element_trace_extra: tuple = ()         # its lone-warp iteration minus the steady one, on the trace grid
     held_issue_cycles: float = 0.0          # of instructions_per_warp: cycles its FFMAs' a-c bank conflicts hold the scheduler
@@ -416,7 +417,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     per, ldl, stl, epi, local = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     bank, held = np.zeros(n), np.zeros(n)
     fetch = np.zeros(n)
-    code = np.zeros((n, 5))
+    code = np.zeros((n, 7))
     elem = np.zeros(n)
     elem_trace = np.zeros((n, len(TRACE_GLOBAL), len(TRACE_SHARED)))
     queue, qblocks, copies = np.zeros((n, 3)), np.zeros(n), np.zeros(n)
@@ -441,8 +442,11 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             run = (f.total_instructions if f.epilogue_path_instructions is None else
                    (f.prologue_instructions or 0) + (f.loop_instructions or 0) + f.epilogue_path_instructions
                    + (f.epilogue_tile_loop_instructions or 0))
-            code[i] = [_SASS_BYTES * float(x or 0) for x in (f.prologue_instructions, f.loop_instructions,
-                                                              f.epilogue_instructions, f.total_instructions, run)]
+            code[i, :6] = [_SASS_BYTES * float(x or 0) for x in (f.prologue_instructions, f.loop_instructions,
+                                                                  f.epilogue_instructions, f.total_instructions, run,
+                                                                  f.epilogue_tile_loop_instructions)]
+            # a pipelined kernel with a drain loop runs its last STAGES - 1 tiles there, after the steady loop
+            code[i, 6] = float(max(geos[i].stages - 1, 0)) if f.epilogue_tile_loop_instructions else 0.0
             # dispatch stalls: the register-bank conflicts and every FFMA's base dispatch stall
             bank[i] = f.bank_conflict_cycles * per[i] + FFMA_DISPATCH_CYCLES.get(f.arch, 0.0) * ffma_per_warp_it[i]
             # the conflicts that hold the scheduler's dispatch (model.facts.SLOT_CLASS_ISSUE_CYCLES): issue cycles
@@ -567,7 +571,8 @@ class ProfileArrays:
     queue: np.ndarray        # (rows, 3): simulated, issue-bound and pipe-bound cycles of an iteration of a round (Facts.loop_queue)
     queue_blocks: np.ndarray  # resident blocks per SM queue was simulated at (0: not simulated)
     copies: np.ndarray       # asynchronous copies (LDGSTS) per warp and iteration
-    code: np.ndarray         # (rows, 5): SASS bytes before the main loop, of the loop, after it, of the whole kernel, run
+    code: np.ndarray         # (rows, 7): SASS bytes before the main loop, of the loop, after it, of the whole kernel, run,
+    #                          of the drain loop; the K tiles the drain loop takes
     elem: np.ndarray         # instructions per warp and iteration the element path adds (Facts.loop_element_path_instructions)
     elem_trace: np.ndarray   # (rows, trace grid): the element path's lone-warp iteration minus the steady path's
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
@@ -1171,10 +1176,15 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # their first pass over the loop. The fetch overlaps the work it feeds: what it exceeds that work by is added.
     cap, r_l2 = CODE_CACHE.get(gpu.arch, (math.inf, 1.0))
     beyond = pa.code[:, 3] > cap          # the SASS does not fit: the first round streams it in from L2
-    refetch = pa.code[:, 4] > cap         # the code a block runs does not fit either: every round fetches it again
+    # A block whose K tiles all fit in the drain loop (a pipelined kernel's last STAGES - 1 tiles: split-K slices one
+    # tile deep, K = BK) never runs the steady loop: its code is the rest, and its first loop pass the drain loop's.
+    steady_runs = nk > pa.code[:, 6]
+    run_bytes = np.where(steady_runs, pa.code[:, 4], pa.code[:, 4] - pa.code[:, 1])
+    loop_bytes = np.where(steady_runs, pa.code[:, 1], pa.code[:, 5])
+    refetch = run_bytes > cap             # the code a block runs does not fit either: every round fetches it again
 
     def cold(t_it, bb):
-        return np.where(refetch, np.maximum(pa.code[:, 0] / r_l2 - pro, 0.0) + np.maximum(pa.code[:, 1] / r_l2 - t_it, 0.0)
+        return np.where(refetch, np.maximum(pa.code[:, 0] / r_l2 - pro, 0.0) + np.maximum(loop_bytes / r_l2 - t_it, 0.0)
                         + np.maximum(pa.code[:, 2] / r_l2 - epilogue(bb), 0.0), 0.0)
 
     def first(t_it, bb):
@@ -1209,7 +1219,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "t_dram": t_dram, "limits": all_limits, "bound": bound, "blocks": blocks, "waves": waves,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
             "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold,
-            "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero}
+            "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero,
+            "code_run_bytes": run_bytes}
 
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
@@ -1344,9 +1355,12 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                  f"parameters: {prm.calibrated_on}")
     if float(r["cold_fetch_cycles"]) > 0:
         cap, r_l2 = CODE_CACHE[gpu.arch]
-        again = (f"and, as the {prof.code_bytes[4] / 1024:.0f} KB a block runs exceed it too, every later round its "
-                 f"once-run code and the loop's first pass" if prof.code_bytes[4] > cap else
-                 f"once (the {prof.code_bytes[4] / 1024:.0f} KB a block runs stay cached for the later rounds)")
+        run = float(r["code_run_bytes"])
+        drain = (f"; its {int(prof.code_bytes[6])} K tile(s) a block all run in the drain loop, never the steady loop"
+                 if run < prof.code_bytes[4] else "")
+        again = (f"and, as the {run / 1024:.0f} KB a block runs exceed it too, every later round its "
+                 f"once-run code and the loop's first pass" if run > cap else
+                 f"once (the {run / 1024:.0f} KB a block runs stay cached for the later rounds{drain})")
         notes.append(f"the kernel's {prof.code_bytes[3] / 1024:.0f} KB of SASS exceed the {cap / 1024:.0f} KB "
                      f"instruction cache beyond the L0: the first round streams it in from L2 at {r_l2:g} B a cycle, "
                      f"{again} ({float(r['cold_fetch_cycles']):,.0f} cycles on the busiest SM)")

@@ -460,6 +460,27 @@ def test_code_beyond_the_instruction_cache_is_fetched_once_or_every_round(monkey
     assert one["sm_cycles"][2] == none["sm_cycles"][2]
 
 
+def test_a_block_whose_tiles_all_fit_the_drain_loop_does_not_run_the_steady_loop() -> None:
+    """A pipelined kernel runs its last STAGES - 1 K tiles in a drain loop after the steady loop: a block with no more
+    tiles than that (K = BK, split-K slices one tile deep) never runs the steady loop, so the code it runs is the rest.
+    Rung 11's 128x128x32 tile (STAGES = 2, 152 KB run with the steady loop) fits the instruction cache at one tile a
+    block and stops paying every round (rounds12 at K = 32: 34-52 % pessimistic before, 12-15 % after; splitc16's
+    rung 12 1x8x4x4 split-K 16 at one tile a slice: 30-47 % pessimistic before)."""
+    import model.timing as mt
+    from model.facts import CODE_CACHE
+    cap, _ = CODE_CACHE["sm_90"]
+    big = profile(BIG_CODE, "sm_90")
+    assert big.code_bytes[6] == 1 and big.code_bytes[5] > 0          # STAGES = 2: the drain loop takes one tile
+    assert big.code_bytes[4] > cap > big.code_bytes[4] - big.code_bytes[1]
+    (pa,), _ = mt._arrays_of_profiles(H200, [BIG_CODE, BIG_CODE], None)
+    M, N = np.array([1536, 1536]), np.array([6 * 2816, 6 * 2816])
+    res = mt.evaluate(H200, pa, M, N, np.array([32, 64]))            # one tile a block; two (the steady loop runs once)
+    one_tile, two_tiles = res["cold_fetch_cycles"]
+    first_only = mt.evaluate(H200, pa, np.array([1536, 1536]), np.array([2816, 2816]), np.array([32, 64]))
+    assert one_tile == pytest.approx(first_only["cold_fetch_cycles"][0])   # six rounds pay what one round pays
+    assert two_tiles > 3 * first_only["cold_fetch_cycles"][1] / 2          # the steady loop runs: every round pays
+
+
 def test_the_element_path_costs_where_k_or_n_is_not_a_multiple_of_four() -> None:
     # rung 06 falls back to guarded element loads of A (K % 4 != 0) or B (N % 4 != 0): the compiler facts trace that
     # path (its 648 instructions against the steady 610) and the model charges its share (BM : BN) of the extra
