@@ -319,10 +319,16 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
                  f"once: the {run / 1024:,.0f} KB of it a block runs stay cached for the later rounds"
                  + (f" (a block's {int(prof.code_bytes[6])} K tile(s) all run in the drain loop, never the "
                     f"{prof.code_bytes[1] / 1024:,.0f} KB steady loop)" if drain else ""))
+        first = float(ev["code_first_round_bytes"])
+        what = ("all of it: the code a block runs with its steady loop exceeds the cache too"
+                if run > cap or prof.code_bytes[4] > cap else
+                f"the {run / 1024:,.0f} KB its blocks run (not the code they jump over), {first / max(run, 1.0):.0f} "
+                f"time(s): once for each warp a scheduler holds while the blocks run the steady loop, where the warps "
+                f"drift apart and fetch apart, once when they run only the drain loop")
         s.append(f"The kernel's code ({prof.code_bytes[3] / 1024:,.0f} KB of SASS) exceeds the {cap / 1024:.0f} KB "
-                 f"instruction cache beyond the L0, so the first round of blocks streams it in from L2, at {r_l2:g} B a "
-                 f"cycle, {later}: {_fmt_cycles(cold)} cycles in all on the busiest SM, beyond the work that fetch feeds "
-                 f"(in the SM time above).")
+                 f"instruction cache beyond the L0, so the first round of blocks streams in from L2, at {r_l2:g} B a "
+                 f"cycle a scheduler, {first / 1024:,.0f} KB ({what}), {later}: {_fmt_cycles(cold)} cycles in all on "
+                 f"the busiest SM, beyond the work that fetch feeds (in the SM time above).")
     return s
 
 

@@ -141,9 +141,17 @@ round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations pl
 *Code beyond the instruction cache.* The SM keeps a kernel's code beyond the L0 in an instruction cache that
 holds 128 KB on the H200 (``experiments/icache_cold.py``: loops of up to 128 KB stream at the L0-miss rate, 192 KB
 and more at 2.7 B a cycle from L2; a relaunched kernel and the second block of an SM find code that fits still
-there: :data:`model.facts.CODE_CACHE`). A kernel whose SASS exceeds it streams it in from L2 in its first round of
-blocks, at that rate per scheduler (the blocks of a round run the same code together), beside the prologue and the
-first iteration: about the whole SASS, as if fetched front to back. Later rounds find the code their blocks run in
+there: :data:`model.facts.CODE_CACHE`). A kernel whose SASS exceeds it streams in from L2, in its first round of
+blocks and at that rate per scheduler (the same whether 1 or 132 SMs fetch: ``experiments/icache_share.py``), the
+code its blocks run - not the code they jump over (the element path's copy of the K loop; the steady loop when a
+block's tiles all fit the drain loop) - beside the prologue and the first iteration, once for each warp a scheduler
+holds when the blocks run the steady loop (warps that drift apart there fetch apart) and once when all their tiles
+run in the drain loop (in phase, one stream). Why (``fetch14``, fourteenth session, a development sweep): rung 11's
+classic config at one round of one block an SM pays 80-86 KB of fetch at K = 256 (it runs 84 KB of its 194) and
+46-55 KB at K = 32 (drain loop only: 49 KB), with two blocks an SM (``rounds12``) 171-184 KB at K >= 64 and 48-61 KB
+at K = 32; rung 11's 128x256 tile (eight warps, one block an SM) as the classic config with two. Where the code a
+block runs with its steady loop exceeds the cache (the BK = 32 tiles below), the first round pays the whole SASS
+(244-251 KB of 258 measured with the steady loop, 150-173 KB without it: over-charged there). Later rounds find the code their blocks run in
 the cache when it fits - the code before the loop, the loop, and after it the epilogue path and the drain loop
 (:attr:`model.facts.Facts.epilogue_path_instructions`; rung 11's classic config runs 85 KB of its 194) - and pay
 nothing more; where it does not fit (rung 11/12's BK = 32 tiles run about 150 KB, two 69 KB loops) every round fetches
@@ -152,9 +160,9 @@ the round. Why: ``kscan`` (2026-12-01) put 39-54 us a block beyond the loop on t
 predicted, with Nsight Compute's ``no_instruction`` stalls at 75 % of their once-run code; ``rounds12`` (twelfth
 session) measured rounds of blocks at K = 32-512: rung 11's classic config costs 10.1 us a round at K = 32 as the
 kernels that fit do (the model charged 24.6, every round) and 30-35 us once, in its first round, at K >= 64; the
-BK = 32 tile pays every round (35 and 54 us a round at K = 64 and 128, 37 and 49 charged). Not modelled: at K so small
-that the pipeline never enters its main loop (rung 11's classic config at K < 64) the first round streams in less
-(about 15 us).
+BK = 32 tile pays every round (35 and 54 us a round at K = 64 and 128, 37 and 49 charged). Not modelled: launches of
+1-8 blocks pay 15-45 % more fetch than launches of 16 and more (fetch14; Nsight Compute,
+``ncu_fetch-2026-12-01.jsonl``, counts the code read from L2 once per GPC in use, by the GPC's instruction cache).
 
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
@@ -1188,12 +1196,20 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
                         + np.maximum(pa.code[:, 2] / r_l2 - epilogue(bb), 0.0), 0.0)
 
     def first(t_it, bb):
-        return np.where(beyond, np.maximum(np.maximum(pa.code[:, 3] / r_l2 - pro - t_it, 0.0), cold(t_it, bb)), 0.0)
+        # The first round streams in the code its blocks run (not the SASS they jump over), once for each warp a
+        # scheduler holds when the blocks run the steady loop (its warps drift apart there and fetch apart; blocks
+        # whose tiles all run in the drain loop stay in phase and fetch once). Where the code a block runs with its
+        # steady loop exceeds the cache, the whole SASS (fetch14, rounds12, kscan: 244-251 KB of 258).
+        return np.where(beyond, np.maximum(np.maximum(first_stream(bb) / r_l2 - pro - t_it, 0.0), cold(t_it, bb)), 0.0)
+
+    def first_stream(bb):
+        streams = np.where(steady_runs, np.maximum(bb * pa.warps / r.schedulers, 1.0), 1.0)
+        return np.where(beyond, np.where(pa.code[:, 4] > cap, pa.code[:, 3], run_bytes * streams), 0.0)
 
     def once(bb):
         return pro + epilogue(bb)
     rounds = full + (rem > 0)
-    # the first round pays for the whole SASS, later rounds only when the code their blocks run exceeds the cache
+    # the first round streams in the code it runs, later rounds only when the code their blocks run exceeds the cache
     fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)
                           + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0),
                           first(t_rem, np.maximum(rem, 1)))
@@ -1220,7 +1236,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
             "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold,
             "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero,
-            "code_run_bytes": run_bytes}
+            "code_run_bytes": run_bytes,
+            "code_first_round_bytes": np.where(full >= 1, first_stream(bps), first_stream(np.maximum(rem, 1)))}
 
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
@@ -1361,8 +1378,14 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
         again = (f"and, as the {run / 1024:.0f} KB a block runs exceed it too, every later round its "
                  f"once-run code and the loop's first pass" if run > cap else
                  f"once (the {run / 1024:.0f} KB a block runs stay cached for the later rounds{drain})")
+        first = float(r["code_first_round_bytes"])
+        what = ("all of it, as the code a block runs with its steady loop exceeds the cache too" if run > cap or
+                prof.code_bytes[4] > cap else
+                f"the code its blocks run, {run / 1024:.0f} KB, {first / max(run, 1.0):.0f} time(s): once for each "
+                f"warp a scheduler holds in the steady loop, once when the blocks run only the drain loop")
         notes.append(f"the kernel's {prof.code_bytes[3] / 1024:.0f} KB of SASS exceed the {cap / 1024:.0f} KB "
-                     f"instruction cache beyond the L0: the first round streams it in from L2 at {r_l2:g} B a cycle, "
+                     f"instruction cache beyond the L0: the first round streams in from L2 at {r_l2:g} B a cycle "
+                     f"{first / 1024:.0f} KB ({what}), "
                      f"{again} ({float(r['cold_fetch_cycles']):,.0f} cycles on the busiest SM)")
     if float(r["zero_s"]) > 0:
         notes.append(f"split-K: C is zeroed before the kernel (a memset at DRAM bandwidth, one more launch): "

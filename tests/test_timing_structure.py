@@ -445,9 +445,10 @@ def test_code_beyond_the_instruction_cache_is_fetched_once_or_every_round(monkey
     six = mt.evaluate(H200, pa, M, np.array([6 * 2816] * 3), K)    # six rounds
     c1, c6 = one["cold_fetch_cycles"], six["cold_fetch_cycles"]
     assert c1[2] == 0.0 and c6[2] == 0.0
-    # the first round streams the whole SASS in, less the work it overlaps (the prologue and one iteration)
-    for q, prof in ((0, big), (1, mid)):
-        assert 0.7 * prof.code_bytes[3] / rate < c1[q] <= prof.code_bytes[3] / rate
+    # the first round streams in the whole SASS (the code a block runs exceeds the cache) or the code its blocks run,
+    # once a warp a scheduler holds (two blocks of four warps an SM: twice), less the work it overlaps
+    for q, stream in ((0, big.code_bytes[3]), (1, 2 * mid.code_bytes[4])):
+        assert 0.7 * stream / rate < c1[q] <= stream / rate
     assert c6[1] == pytest.approx(c1[1])                          # the code a block runs fits: paid once
     per_round = (prof_once := big.code_bytes[0] + big.code_bytes[2]) / rate
     assert c6[0] - c1[0] > 5 * 0.5 * per_round                    # it does not: every later round pays again
@@ -458,6 +459,34 @@ def test_code_beyond_the_instruction_cache_is_fetched_once_or_every_round(monkey
     assert none["cold_fetch_cycles"][0] == 0.0
     assert one["sm_cycles"][0] - none["sm_cycles"][0] == pytest.approx(c1[0], rel=1e-9)
     assert one["sm_cycles"][2] == none["sm_cycles"][2]
+
+
+def test_the_first_round_streams_the_code_its_blocks_run_once_for_each_warp_a_scheduler_holds() -> None:
+    """The first round of a kernel beyond the instruction cache streams in the code its blocks run (not the SASS they
+    jump over), once for each warp a scheduler holds while the blocks run the steady loop, once when they run only
+    the drain loop; where the code a block runs with its steady loop exceeds the cache, the whole SASS (fetch14 and
+    rounds12, fourteenth session: rung 11's classic config pays 80-86 KB at one block an SM, 171-184 KB at two, 46-61 KB
+    when its blocks run only the drain loop; the 128x128x32 tile 244-251 KB of its 258)."""
+    import model.timing as mt
+    from model.facts import CODE_CACHE
+    cap, rate = CODE_CACHE["sm_90"]
+    mid, big = profile(CLASSIC11, "sm_90"), profile(BIG_CODE, "sm_90")
+    (pa,), _ = mt._arrays_of_profiles(H200, [CLASSIC11] * 4 + [BIG_CODE], None)
+    M = np.array([1536] * 5)
+    N = np.array([1408, 2816, 2816, 1408, 2816])     # one round of 132 blocks (one an SM), of 264 (two an SM)
+    K = np.array([256, 256, 32, 32, 256])            # K = 32: two tiles a block, both in the classic's drain loop
+    r = mt.evaluate(H200, pa, M, N, K)
+    assert list(r["blocks_per_sm"]) == [2, 2, 2, 2, 2] and mid.warps == 4
+    run, drain_only = mid.code_bytes[4], mid.code_bytes[4] - mid.code_bytes[1]
+    first = r["code_first_round_bytes"]
+    assert first[0] == pytest.approx(run)                 # 4 warps on 4 schedulers: one stream
+    assert first[1] == pytest.approx(2 * run)             # two blocks an SM, in the steady loop: two streams
+    assert first[2] == pytest.approx(drain_only) and first[3] == pytest.approx(drain_only)   # in phase: one
+    assert first[4] == pytest.approx(big.code_bytes[3])   # the code it runs exceeds the cache: the whole SASS
+    assert mid.code_bytes[3] > 1.5 * run                  # less than the SASS: the element path's loop is skipped
+    # the fetch beyond the work it overlaps (the prologue and one iteration) is what the first round adds
+    assert 0.7 * run / rate < r["cold_fetch_cycles"][0] <= run / rate
+    assert r["cold_fetch_cycles"][1] > 1.6 * r["cold_fetch_cycles"][0]
 
 
 def test_a_block_whose_tiles_all_fit_the_drain_loop_does_not_run_the_steady_loop() -> None:
