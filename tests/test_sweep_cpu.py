@@ -63,7 +63,7 @@ _REPEATS = {**_SAME_ROWS, "vred": "reduce"}
 """Sweeps that measure at another sweep's shapes again (vred: rung 12 where reduce measured rung 11)."""
 _NEW_SHAPES = {
     # the validation edge sets 6-8: every shape checked new against every sweep before the set ran
-    "edge_val6": None, "edge_val7": None, "edge_val8": None, "edge_val9": None, "edge_val10": None, "edge_val11": None, "edge_val12": None, "edge_val13": None, "edge_val14": None, "edge_val15": None, "edge_val16": None, "edge_val17": None,
+    "edge_val6": None, "edge_val7": None, "edge_val8": None, "edge_val9": None, "edge_val10": None, "edge_val11": None, "edge_val12": None, "edge_val13": None, "edge_val14": None, "edge_val15": None, "edge_val16": None, "edge_val17": None, "edge_val18": None,
     # the blind lean rounds: their sizes other than the issue-9 sizes, checked the same way
     "lean6": {(2816, 2816, 2816), (5632, 2304, 3072), (1536, 9216, 1280), (3072, 5120, 2560), (768, 1024, 12288)},
     "lean7": {(3840, 3840, 3840), (6912, 1792, 2304), (1152, 10240, 1536), (2560, 7680, 1792), (640, 1536, 14336),
@@ -81,6 +81,10 @@ _NEW_SHAPES = {
                 (4480, 6144, 96), (4736, 4480, 512), (4736, 4480, 1536), (6400, 4992, 32), (6400, 4992, 96),
                 (6400, 4992, 512), (6400, 4992, 1536), (6912, 8192, 512), (6912, 8192, 1536), (7168, 7296, 32),
                 (7168, 7296, 96)},
+    "fetch18": {(3200, 704, 290), (2304, 2752, 211), (1216, 3520, 376), (2304, 2176, 451), (3776, 3712, 20),
+                (832, 3392, 253), (3776, 3456, 73), (1728, 960, 267), (1280, 2368, 345), (3712, 3200, 440),
+                (2944, 1920, 336), (1664, 2688, 170), (3776, 1408, 284), (2624, 3712, 512), (1024, 576, 93),
+                (832, 3776, 167)},
     "splitc16": {(2112, 7104, 23), (4672, 6784, 60), (4672, 2688, 99), (5376, 3200, 102), (3584, 8000, 170),
                  (4608, 3200, 134), (2880, 4224, 293), (5952, 2880, 101), (4352, 7168, 156), (6464, 1984, 252)},
     "lc12": {(2688, 2688, 2688), (5120, 1536, 4096), (768, 1280, 13312)},
