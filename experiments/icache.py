@@ -39,11 +39,11 @@ extern "C" __global__ void icache(float* out, long long* cycles, float a, float 
 """
 
 
-def run(iters: int = 200, log=print) -> dict:
+def run(iters: int = 200, log=print, sizes: tuple[int, ...] = SIZES) -> dict:
     import cupy as cp
     sms = device_sms()
     rows = []
-    for n in SIZES:
+    for n in sizes:
         k = cp.RawModule(code=SRC, options=(f"-DNBODY={n}",)).get_function("icache")
         for w in WARPS:
             raw = block_cycles(k, sms, 32 * w, iters)
