@@ -4,6 +4,7 @@
 #   OUT=/path experiments/device_source.sh KEY:M:N:K ...      -> $OUT/src_<i>.csv.gz, $OUT/src_index.txt
 # Read with: python3 -m tools.bank_conflicts --source CSV KEY  (dispatch stalls by register bank).
 # NCU_MODE=sections (experiments/device_sections.sh): the scheduler / warp-state / throughput sections instead.
+# NCU_EXTRA: more ncu options for the source profile (e.g. "--sampling-interval 0": a sample every 32 cycles).
 set -u
 export CUPY_TF32=0
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
@@ -23,7 +24,7 @@ for spec in "$@"; do
     continue
   fi
   echo "src_$i.csv.gz  $key  $M $N $K" | tee -a "$OUT/src_index.txt"
-  timeout 200 "$NCU" --clock-control none --section SourceCounters --section WarpStateStats --page source \
+  timeout 200 "$NCU" --clock-control none ${NCU_EXTRA:-} --section SourceCounters --section WarpStateStats --page source \
       --print-source sass --csv -k "regex:sgemm_$rung" --launch-skip 1 --launch-count 1 \
       python3 -m experiments.ncu_target "$key" "$M" "$N" "$K" 2>&1 | gzip > "$OUT/src_$i.csv.gz"
   echo "exit ${PIPESTATUS[0]}" | tee -a "$OUT/src_index.txt"
