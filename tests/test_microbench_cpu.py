@@ -424,3 +424,14 @@ def test_icache_flush_result_shows_the_cache_keeps_code_across_an_l2_flush() -> 
         elif proto == "l2_flush":
             assert r["first_iteration_cycles"] > 1.9 * rows[(kb, b, "relaunch")]["first_iteration_cycles"]
     assert rows[(192, 1, "l2_flush")]["first_iteration_cycles"] > 1.05 * rows[(192, 132, "l2_flush")]["first_iteration_cycles"]
+
+
+def test_icache_jump_result_shows_code_jumped_over_costs_about_one_miss() -> None:
+    # the shipped run: a 24 KB loop behind 48-192 KB of code no block runs (a SASS of up to 217 KB, beyond the 128 KB
+    # cache) keeps its place in the SM's instruction cache across launches and the L2 flush: its first pass costs at
+    # most a few hundred cycles more than a later one, as with nothing jumped over
+    d = _shipped("icache_jump-2026-12-01.json")
+    assert d["schema"] == "gemmscope.icache_jump" and "H200" in d["gpu"]
+    assert max(r["skipped_bytes"] for r in d["rows"]) + max(r["loop_bytes"] for r in d["rows"]) > 128 * 1024
+    for r in d["rows"]:
+        assert r["cold_cycles"] < 400 and r["cold_cycles"] < 0.25 * r["steady_iteration_cycles"]
