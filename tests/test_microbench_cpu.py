@@ -435,3 +435,17 @@ def test_icache_jump_result_shows_code_jumped_over_costs_about_one_miss() -> Non
     assert max(r["skipped_bytes"] for r in d["rows"]) + max(r["loop_bytes"] for r in d["rows"]) > 128 * 1024
     for r in d["rows"]:
         assert r["cold_cycles"] < 400 and r["cold_cycles"] < 0.25 * r["steady_iteration_cycles"]
+
+
+def test_icache_loops_result_shows_two_loops_behind_a_jump_refetched_every_launch() -> None:
+    # the shipped run: two 35 KB loops stay in the SM's instruction cache across launches and the L2 flush (their first
+    # pass refills only the L0: under 2k cycles more than a later one), but behind 80 KB of code jumped over (rung 11's
+    # classic layout) they are fetched again on every launch, from DRAM after the flush (over 10k cycles each)
+    d = _shipped("icache_loops-2026-12-01.json")
+    assert d["schema"] == "gemmscope.icache_loops" and "H200" in d["gpu"]
+    rows = {(r["loop_bytes"] // 1024, r["skipped_bytes"] // 1024, r["protocol"]): r for r in d["rows"]}
+    for proto in ("relaunch", "l2_flush"):
+        for loop in ("a", "b"):
+            assert rows[(35, 0, proto)][loop]["cold_cycles"] < 2000
+            assert rows[(35, 80, proto)][loop]["cold_cycles"] > 2 * rows[(35, 0, proto)][loop]["cold_cycles"]
+        assert min(rows[(35, 80, "l2_flush")][x]["cold_cycles"] for x in "ab") > 10000
