@@ -76,6 +76,46 @@ def summarise(stamps: list[list[int]], iters: int) -> dict:
     return out
 
 
+def first_and_steady(stamps: list[list[int]], iters: int, start: int) -> dict:
+    """Medians over the blocks (rows of ``stamps``) of a loop's first iteration and of its iterations from the third on,
+    with ``clock64`` before the loop at ``start`` and after each of its ``iters`` iterations behind it (cycles)."""
+    firsts, steadies = [], []
+    for s in stamps:
+        per = [s[start + 1 + i] - s[start + i] for i in range(iters)]
+        firsts.append(per[0])
+        steadies.append(statistics.median(per[2:]))
+    f, st = statistics.median(firsts), statistics.median(steadies)
+    return {"first_iteration_cycles": f, "steady_iteration_cycles": st, "cold_cycles": f - st}
+
+
+def protocol_action(protocol: str):
+    """What runs before each timed launch of the microbenchmarks that compare protocols: nothing (``relaunch``) or the
+    sweeps' L2 flush (``l2_flush``, :func:`gpu.timing.flusher`: a 2 x L2 fill)."""
+    if protocol == "relaunch":
+        return lambda: None
+    if protocol == "l2_flush":
+        import cupy as cp
+        from gpu.timing import flusher
+        return flusher(int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])).flush
+    raise ValueError(f"unknown protocol {protocol!r}")
+
+
+def launches_after(launch, blocks: int, n_stamps: int, before, launches: int) -> list[list[list[int]]]:
+    """Two warm-up launches of ``launch(stamps)`` on ``blocks`` blocks, then ``launches`` more, each after ``before()``
+    (a relaunch, another kernel, the L2 flush): the ``n_stamps`` stamps of every block of each of those."""
+    import cupy as cp
+    for _ in range(2):
+        launch(cp.zeros(blocks * n_stamps, dtype=cp.int64))
+    out = []
+    for _ in range(launches):
+        before()
+        st = cp.zeros(blocks * n_stamps, dtype=cp.int64)
+        launch(st)
+        cp.cuda.runtime.deviceSynchronize()
+        out.append(st.get().reshape(blocks, n_stamps).tolist())
+    return out
+
+
 def run(iters: int = 6, log=print) -> dict:
     import cupy as cp
     sms = device_sms()

@@ -15,10 +15,8 @@ GPU and CuPy.
 """
 from __future__ import annotations
 
-import statistics
-
 from . import kernelbench
-from .icache_cold import SHARED_BYTES, SRC
+from .icache_cold import SHARED_BYTES, SRC, first_and_steady, launches_after, protocol_action
 from .icache_share import block_counts
 from .kernelbench import device_sms, result
 
@@ -33,10 +31,7 @@ extern "C" __global__ void other(float* out) { out[threadIdx.x] += 1.f; }
 
 def run(iters: int = 4, log=print) -> dict:
     import cupy as cp
-    from gpu.timing import flusher
     sms = device_sms()
-    l2 = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])
-    fl = flusher(l2)
     other = cp.RawModule(code=OTHER_SRC).get_function("other")
     scratch = cp.zeros(32, dtype=cp.float32)
     iters = max(iters, 3)
@@ -46,33 +41,18 @@ def run(iters: int = 4, log=print) -> dict:
         k.max_dynamic_shared_size_bytes = SHARED_BYTES
         for b in block_counts(sms):
             out = cp.zeros(b * 32 * WARPS, dtype=cp.float32)
-            args = lambda st: (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters))  # noqa: E731
+
+            def launch(st):
+                k((b,), (32 * WARPS,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters)),
+                  shared_mem=SHARED_BYTES)
             for proto in PROTOCOLS:
-                warm = cp.zeros(b * (iters + 3), dtype=cp.int64)
-                for _ in range(2):
-                    k((b,), (32 * WARPS,), args(warm), shared_mem=SHARED_BYTES)
-                firsts, steadies, stamps = [], [], []
-                for _ in range(LAUNCHES):
-                    if proto == "l2_flush":
-                        fl.flush()
-                    elif proto == "other_kernel":
-                        other((1,), (32,), (scratch,))
-                    st = cp.zeros(b * (iters + 3), dtype=cp.int64)
-                    k((b,), (32 * WARPS,), args(st), shared_mem=SHARED_BYTES)
-                    cp.cuda.runtime.deviceSynchronize()
-                    raw = st.get().reshape(b, iters + 3).tolist()
-                    stamps.append(raw)
-                    for s in raw:
-                        per = [s[3 + i] - (s[2 + i]) for i in range(iters)]
-                        firsts.append(per[0])
-                        steadies.append(statistics.median(per[2:]))
-                f, s_ = statistics.median(firsts), statistics.median(steadies)
+                before = (lambda: other((1,), (32,), (scratch,))) if proto == "other_kernel" else protocol_action(proto)
+                stamps = launches_after(launch, b, iters + 3, before, LAUNCHES)
+                c = first_and_steady([s for raw in stamps for s in raw], iters, 2)
                 rows.append({"ffma_per_iteration": n, "code_bytes": 16 * n, "warps_per_block": WARPS, "blocks": b,
-                             "protocol": proto, "launches": LAUNCHES, "iterations": iters,
-                             "first_iteration_cycles": f, "steady_iteration_cycles": s_, "cold_cycles": f - s_,
-                             "stamps": stamps})
-                log(f"  {16 * n / 1024:6.1f} KB  {b:4d} SMs  {proto:12s}: first {f:8.0f}  steady {s_:8.0f}  "
-                    f"cold {f - s_:8.0f} cycles")
+                             "protocol": proto, "launches": LAUNCHES, "iterations": iters, **c, "stamps": stamps})
+                log(f"  {16 * n / 1024:6.1f} KB  {b:4d} SMs  {proto:12s}: first {c['first_iteration_cycles']:8.0f}  "
+                    f"steady {c['steady_iteration_cycles']:8.0f}  cold {c['cold_cycles']:8.0f} cycles")
     return result("gemmscope.icache_flush", rows)
 
 

@@ -15,10 +15,8 @@ the cache does not (`experiments/icache_flush.py`): this asks whether the code j
 """
 from __future__ import annotations
 
-import statistics
-
 from . import kernelbench
-from .icache_cold import SHARED_BYTES
+from .icache_cold import SHARED_BYTES, first_and_steady, launches_after, protocol_action
 from .kernelbench import device_sms, result
 
 SKIPS = (0, 3072, 6144, 7168, 9216, 12288)   # FFMAs jumped over: 0, 48, 96, 112, 144 and 192 KB of SASS
@@ -66,10 +64,7 @@ extern "C" __global__ void icache_jump(float* out, long long* stamps, float a, f
 
 def run(iters: int = 6, log=print) -> dict:
     import cupy as cp
-    from gpu.timing import flusher
     sms = device_sms()
-    l2 = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])
-    fl = flusher(l2)
     iters = max(iters, 3)
     rows = []
     for nskip in SKIPS:
@@ -80,27 +75,13 @@ def run(iters: int = 6, log=print) -> dict:
             def launch(st):
                 k((sms,), (32 * WARPS,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters), cp.int32(0)),
                   shared_mem=SHARED_BYTES)
-            for _ in range(2):
-                launch(cp.zeros(sms * (iters + 3), dtype=cp.int64))
-            firsts, steadies, stamps = [], [], []
-            for _ in range(LAUNCHES):
-                if proto == "l2_flush":
-                    fl.flush()
-                st = cp.zeros(sms * (iters + 3), dtype=cp.int64)
-                launch(st)
-                cp.cuda.runtime.deviceSynchronize()
-                raw = st.get().reshape(sms, iters + 3).tolist()
-                stamps.append(raw)
-                for s in raw:
-                    per = [s[3 + i] - s[2 + i] for i in range(iters)]
-                    firsts.append(per[0])
-                    steadies.append(statistics.median(per[2:]))
-            f, s_ = statistics.median(firsts), statistics.median(steadies)
+            stamps = launches_after(launch, sms, iters + 3, protocol_action(proto), LAUNCHES)
+            c = first_and_steady([s for raw in stamps for s in raw], iters, 2)
             rows.append({"skipped_ffma": nskip, "skipped_bytes": 16 * nskip, "loop_bytes": 16 * BODY,
                          "warps_per_block": WARPS, "blocks": sms, "protocol": proto, "launches": LAUNCHES,
-                         "iterations": iters, "first_iteration_cycles": f, "steady_iteration_cycles": s_,
-                         "cold_cycles": f - s_, "stamps": stamps})
-            log(f"  jump over {16 * nskip / 1024:6.1f} KB  {proto:9s}: first {f:8.0f}  steady {s_:8.0f}  cold {f - s_:8.0f}")
+                         "iterations": iters, **c, "stamps": stamps})
+            log(f"  jump over {16 * nskip / 1024:6.1f} KB  {proto:9s}: first {c['first_iteration_cycles']:8.0f}  "
+                f"steady {c['steady_iteration_cycles']:8.0f}  cold {c['cold_cycles']:8.0f}")
     return result("gemmscope.icache_jump", rows)
 
 

@@ -15,10 +15,8 @@ version 1) with every stamp. Needs a GPU and CuPy.
 """
 from __future__ import annotations
 
-import statistics
-
 from . import kernelbench
-from .icache_cold import SHARED_BYTES
+from .icache_cold import SHARED_BYTES, first_and_steady, launches_after, protocol_action
 from .kernelbench import device_sms, result
 
 CASES = ((1536, 0), (2240, 0), (2240, 5120))     # (FFMAs a loop: 24 or 35 KB, FFMAs jumped over: 0 or 80 KB)
@@ -66,25 +64,13 @@ extern "C" __global__ void icache_loops(float* out, long long* stamps, float a, 
 
 
 def per_loop(stamps: list[list[int]], iters: int) -> dict:
-    """Medians over the blocks of each loop's first iteration and of its iterations from the third on (cycles)."""
-    out = {}
-    for name, off in (("a", 1), ("b", 1 + iters)):
-        firsts, steadies = [], []
-        for s in stamps:
-            per = [s[off + 1 + i] - s[off + i] for i in range(iters)]
-            firsts.append(per[0])
-            steadies.append(statistics.median(per[2:]))
-        f, st = statistics.median(firsts), statistics.median(steadies)
-        out[name] = {"first_iteration_cycles": f, "steady_iteration_cycles": st, "cold_cycles": f - st}
-    return out
+    """Each loop's first iteration and its iterations from the third on (medians over the blocks, cycles)."""
+    return {name: first_and_steady(stamps, iters, start) for name, start in (("a", 1), ("b", 1 + iters))}
 
 
 def run(iters: int = 4, log=print) -> dict:
     import cupy as cp
-    from gpu.timing import flusher
     sms = device_sms()
-    l2 = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["l2CacheSize"])
-    fl = flusher(l2)
     iters = max(iters, 3)
     rows = []
     for nbody, nskip in CASES:
@@ -95,16 +81,8 @@ def run(iters: int = 4, log=print) -> dict:
             def launch(st):
                 k((sms,), (32 * WARPS,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters), cp.int32(0)),
                   shared_mem=SHARED_BYTES)
-            for _ in range(2):
-                launch(cp.zeros(sms * (2 * iters + 2), dtype=cp.int64))
-            all_stamps = []
-            for _ in range(LAUNCHES):
-                if proto == "l2_flush":
-                    fl.flush()
-                st = cp.zeros(sms * (2 * iters + 2), dtype=cp.int64)
-                launch(st)
-                cp.cuda.runtime.deviceSynchronize()
-                all_stamps.append(st.get().reshape(sms, 2 * iters + 2).tolist())
+            all_stamps = launches_after(launch, sms, 2 * iters + 2, protocol_action(proto),
+                                        LAUNCHES)
             loops = per_loop([s for launch_st in all_stamps for s in launch_st], iters)
             rows.append({"loop_ffma": nbody, "loop_bytes": 16 * nbody, "skipped_bytes": 16 * nskip, "warps_per_block": WARPS,
                          "blocks": sms, "protocol": proto, "launches": LAUNCHES, "iterations": iters, **loops,

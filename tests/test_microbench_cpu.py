@@ -449,3 +449,46 @@ def test_icache_loops_result_shows_two_loops_behind_a_jump_refetched_every_launc
             assert rows[(35, 0, proto)][loop]["cold_cycles"] < 2000
             assert rows[(35, 80, proto)][loop]["cold_cycles"] > 2 * rows[(35, 0, proto)][loop]["cold_cycles"]
         assert min(rows[(35, 80, "l2_flush")][x]["cold_cycles"] for x in "ab") > 10000
+
+
+def test_first_and_steady_reads_each_loop_from_its_own_stamps() -> None:
+    from experiments.icache_cold import first_and_steady
+    from experiments.icache_loops import per_loop
+    # two blocks; stamps: smid, clock before loop a, after each of its 4 iterations, after each of loop b's 4
+    stamps = [[0, 0, 900, 1000, 1100, 1200, 1700, 1800, 1900, 2000],
+              [1, 0, 700, 800, 900, 1000, 1300, 1400, 1500, 1600]]
+    assert first_and_steady(stamps, 4, 1) == {"first_iteration_cycles": 800.0, "steady_iteration_cycles": 100.0,
+                                              "cold_cycles": 700.0}
+    loops = per_loop(stamps, 4)
+    assert loops["a"]["cold_cycles"] == 700.0
+    assert loops["b"] == {"first_iteration_cycles": 400.0, "steady_iteration_cycles": 100.0, "cold_cycles": 300.0}
+
+
+def test_launches_after_runs_the_action_before_each_timed_launch_only(monkeypatch) -> None:
+    # two warm-up launches with no action, then every timed launch right after its action; the stamps come back
+    # per launch and per block (a fake cupy records the order)
+    import sys
+    import types
+    import numpy as np
+    from experiments.icache_cold import launches_after
+    events = []
+
+    class Buf:
+        def __init__(self, n):
+            self.a = np.zeros(n, dtype=np.int64)
+
+        def get(self):
+            return self.a
+
+    fake = types.SimpleNamespace(zeros=lambda n, dtype=None: Buf(n), int64=np.int64,
+                                 cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(
+                                     deviceSynchronize=lambda: events.append("sync"))))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    def launch(st):
+        events.append("launch")
+        st.a[:] = np.arange(st.a.size) + 10 * events.count("launch")
+
+    out = launches_after(launch, 2, 3, lambda: events.append("before"), 2)
+    assert events == ["launch", "launch", "before", "launch", "sync", "before", "launch", "sync"]
+    assert out == [[[30, 31, 32], [33, 34, 35]], [[40, 41, 42], [43, 44, 45]]]
