@@ -321,7 +321,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
                     f"{prof.code_bytes[1] / 1024:,.0f} KB steady loop)" if drain else ""))
         first = float(ev["code_first_round_bytes"])
         what = ("all of it: the code a block runs with its steady loop exceeds the cache too"
-                if run > cap or prof.code_bytes[4] > cap else
+                if prof.code_bytes[4] > cap else
                 f"the {run / 1024:,.0f} KB its blocks run (not the code they jump over), {first / max(run, 1.0):.0f} "
                 f"time(s): once for each warp a scheduler holds while the blocks run the steady loop, where the warps "
                 f"drift apart and fetch apart, once when they run only the drain loop")

@@ -163,6 +163,10 @@ kernels that fit do (the model charged 24.6, every round) and 30-35 us once, in 
 BK = 32 tile pays every round (35 and 54 us a round at K = 64 and 128, 37 and 49 charged). Not modelled: launches of
 1-8 blocks pay 15-45 % more fetch than launches of 16 and more (fetch14; Nsight Compute,
 ``ncu_fetch-2026-12-01.jsonl``, counts the code read from L2 once per GPC in use, by the GPC's instruction cache).
+Later development data points elsewhere (``logs/fetch19-2026-12-01/``, ``logs/source6-2026-12-01/``): the fetch
+extrapolates to about the whole SASS at no K tiles, and ``experiments/icache_loops.py`` finds two loops past the L0
+behind code a block jumps over fetched again on every launch where the same loops alone stay cached - which code a
+launch finds cached is not yet known, so the rule above stands until it is.
 
 *Traffic (L2 and DRAM).* L2 serves every tile load (``A x ceil(N/BN) + B x ceil(M/BM)`` bytes, less what
 co-resident blocks of one SM share in L1) and C's stores (the simulated store sectors); DRAM reads the
@@ -1379,7 +1383,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                  f"once-run code and the loop's first pass" if run > cap else
                  f"once (the {run / 1024:.0f} KB a block runs stay cached for the later rounds{drain})")
         first = float(r["code_first_round_bytes"])
-        what = ("all of it, as the code a block runs with its steady loop exceeds the cache too" if run > cap or
+        what = ("all of it, as the code a block runs with its steady loop exceeds the cache too" if
                 prof.code_bytes[4] > cap else
                 f"the code its blocks run, {run / 1024:.0f} KB, {first / max(run, 1.0):.0f} time(s): once for each "
                 f"warp a scheduler holds in the steady loop, once when the blocks run only the drain loop")
