@@ -12,17 +12,9 @@ C11='11:BM=128,BN=128,BK=16,WM=64,WN=64,WNITER=2,TM=8,TN=4,SWZ=1,SPLITK=1,STAGES
 B32='11:BM=128,BN=128,BK=32,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=2,SPREAD=1'
 R10='10:BM=128,BN=256,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3'
 for s in "1536 1408 32" "1536 1408 256" "1536 2816 32" "1536 2816 256" "256 256 256"; do
-  python3 - $s "$C11" "$B32" "$R10" <<'PY' 2>&1 | tee -a "$OUT/ncu.log"
-import os, sys
-import experiments.ncu_run as n
-names = [l.strip() for l in open(os.environ["OUT"] + "/fetch_metrics.txt") if l.strip()]
-EXTRA = tuple(sorted({x if "." in x else x + ".sum" for x in names})) + (
-    "smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio",
-    "smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio", "sm__cycles_active.avg",
-    "smsp__warps_launched.sum")
-orig = n.profile
-n.profile = lambda ncu, cfg, M, N, K, **kw: orig(ncu, cfg, M, N, K, metrics=n.METRICS + EXTRA, **kw)
-M, N, K = sys.argv[1:4]
-sys.exit(n.main(["--out", os.environ["OUT"] + "/ncu_fetch-2026-12-01.jsonl", "--mnk", M, N, K, "--configs", *sys.argv[4:]]))
-PY
+  python3 -m experiments.ncu_run --out "$OUT/ncu_fetch-2026-12-01.jsonl" --mnk $s --configs "$C11" "$B32" "$R10" \
+      --extra-metrics $(sed -e '/\./!s/$/.sum/' "$OUT/fetch_metrics.txt" | sort -u) \
+      smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio \
+      smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio sm__cycles_active.avg \
+      smsp__warps_launched.sum 2>&1 | tee -a "$OUT/ncu.log"
 done

@@ -1,6 +1,7 @@
 """Collect Nsight Compute counters for every rung's classic config (default 2048^3) into ``ncu.jsonl``.
 
-    python -m experiments.ncu_run [--out FILE] [--size N | --mnk M N K] [--configs KEY ...] [--ncu PATH]
+    python -m experiments.ncu_run [--out FILE] [--size N | --mnk M N K] [--configs KEY ...] [--extra-metrics NAME ...]
+                                  [--ncu PATH]
 
 For each config it runs
 
@@ -206,12 +207,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--mnk", type=int, nargs=3, metavar=("M", "N", "K"), help="non-square size (overrides --size)")
     ap.add_argument("--configs", nargs="+", metavar="KEY",
                     help="config keys or NAME:K=V,... (default: every rung's classic configs, cuBLAS included)")
+    ap.add_argument("--extra-metrics", nargs="+", default=[], metavar="NAME",
+                    help="metrics collected beside the usual ones (a name ncu rejects is dropped, as theirs are)")
     ap.add_argument("--ncu", default=shutil.which("ncu") or "ncu", help="ncu executable")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per ncu run [600]")
     args = ap.parse_args(argv)
     try:
         M, N, K = validate_size(*(args.mnk or (args.size,) * 3))
         cfgs = [KernelConfig.parse(c) for c in args.configs] if args.configs else classic_configs()
+        metrics = METRICS + tuple(m for m in args.extra_metrics if m not in METRICS)
         if shutil.which(args.ncu) is None:
             raise SweepError(f"ncu not found ({args.ncu!r}); give --ncu PATH")
         from gpu.device import detect_device, device_spec  # noqa: PLC0415
@@ -228,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if (cfg.key, M, N, K) in done:
                     print(f"[{i}/{len(cfgs)}] {cfg.label}: already in {out}", file=sys.stderr)
                     continue
-                body = profile(args.ncu, cfg, M, N, K, timeout_s=args.timeout)
+                body = profile(args.ncu, cfg, M, N, K, metrics=metrics, timeout_s=args.timeout)
                 writer.write(make_row(cfg, M, N, K, body, version=version, gpu_name=info.name, gpu_key=spec.key))
                 failed += body["status"] != "ok"
                 t = body.get("metrics", {}).get("gpu__time_duration.sum")

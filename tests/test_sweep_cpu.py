@@ -641,3 +641,26 @@ def test_ncu_command_shape() -> None:
     assert cmd[cmd.index("--launch-skip") + 1] == "1" and cmd[cmd.index("--launch-count") + 1] == "1"
     assert cmd[-5:] == ["experiments.ncu_target", cfg.key, "2048", "2048", "2048"]
     assert ncu_command("ncu", CUBLAS, 64, 64, 64, METRICS)[-4] == "00:"
+
+
+def test_ncu_run_collects_extra_metrics_beside_the_usual_ones(tmp_path, monkeypatch) -> None:
+    # --extra-metrics adds names to every profile's metric list (the usual ones first, none twice); without it the
+    # list is the usual one
+    import types
+    import experiments.ncu_run as nr
+    import gpu.device as gd
+    seen = []
+
+    def fake_profile(ncu, cfg, M, N, K, metrics=nr.METRICS, timeout_s=600):
+        seen.append(tuple(metrics))
+        return {"status": "ok", "metrics": {"gpu__time_duration.sum": 1.0e6}}
+    monkeypatch.setattr(nr, "profile", fake_profile)
+    monkeypatch.setattr(nr, "ncu_version", lambda ncu: "test")
+    monkeypatch.setattr(nr.shutil, "which", lambda name: "/bin/ncu")
+    monkeypatch.setattr(gd, "detect_device", lambda: types.SimpleNamespace(name="NVIDIA H200"))
+    monkeypatch.setattr(gd, "device_spec", lambda info=None: H200)
+    cfg = classic_configs([4])[0].key
+    extra = ["sm__icc_requests.sum", nr.METRICS[0]]
+    assert nr.main(["--out", str(tmp_path / "a.jsonl"), "--size", "64", "--configs", cfg, "--extra-metrics", *extra]) == 0
+    assert nr.main(["--out", str(tmp_path / "b.jsonl"), "--size", "64", "--configs", cfg]) == 0
+    assert seen == [nr.METRICS + ("sm__icc_requests.sum",), nr.METRICS]
