@@ -200,7 +200,7 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-@pytest.mark.parametrize("name", ["dram_fetch", "icache", "icache_cold", "icache_flush", "icache_jump", "icache_loops", "icache_ramp", "icache_share", "l1_lines", "lds_patterns", "overlap"])
+@pytest.mark.parametrize("name", ["dram_fetch", "icache", "icache_cold", "icache_flush", "icache_jump", "icache_layout", "icache_loops", "icache_ramp", "icache_share", "l1_lines", "lds_patterns", "overlap"])
 @pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
                                         (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
                                         (["--out", "no/such/folder/x.json"], "does not exist")])
@@ -492,3 +492,28 @@ def test_launches_after_runs_the_action_before_each_timed_launch_only(monkeypatc
     out = launches_after(launch, 2, 3, lambda: events.append("before"), 2)
     assert events == ["launch", "launch", "before", "launch", "sync", "before", "launch", "sync"]
     assert out == [[[30, 31, 32], [33, 34, 35]], [[40, 41, 42], [43, 44, 45]]]
+
+
+def test_icache_layout_result_shows_two_loops_ending_past_120_kb_refetched_and_one_loop_never() -> None:
+    # the shipped scan (fifteenth session): one 35 KB loop stays in the SM's instruction cache wherever it lies; two
+    # 35 KB loops stay when they end by 111 KB and are fetched again on every launch when they end at 127 KB or later
+    # (from DRAM after the L2 flush: over 7k cycles each); code jumped over after the loops evicts nothing
+    d = _shipped("icache_layout-2026-12-01.json")
+    assert d["schema"] == "gemmscope.icache_layout" and "H200" in d["gpu"]
+    rows = {(r["loop_bytes"] // 1024, r["skipped_before_bytes"] // 1024, r["loops"], r["skipped_after_bytes"] // 1024,
+             r["protocol"]): r for r in d["rows"]}
+    for (kb, before, loops, after, proto), r in rows.items():
+        colds = [r[x]["cold_cycles"] for x in "ab" if x in r]
+        if loops == 1 or (kb == 35 and before <= 40):
+            assert max(colds) < 2000, (kb, before, loops, after, proto)
+        if kb == 35 and loops == 2 and before >= 56 and proto == "l2_flush":
+            assert min(colds) > 7000, (kb, before, proto)
+
+
+def test_icache_layout_cases_compile_options_and_refuse_bad_cases() -> None:
+    from experiments.icache_layout import CASES, options
+    assert len(set(CASES)) == len(CASES)
+    assert options((35, 64, 2, 0)) == ("-DNBODY=2240", "-DNSKIP=4096", "-DNLOOPS=2", "-DNSKIP2=0")
+    for bad in ((0, 0, 2, 0), (35, -8, 2, 0), (35, 0, 3, 0), (35, 0, 2, -1)):
+        with pytest.raises(ValueError, match="bad case"):
+            options(bad)
