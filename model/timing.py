@@ -136,7 +136,10 @@ than the lone-warp trace's. The trace's global-latency stall is taken at ``lg / 
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
 round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations plus the block's
-**prologue** (its traced latency) and **epilogue** (its instructions and C stores).
+**prologue** (its traced latency) and **epilogue** (its instructions and C stores). A loop without a barrier
+whose blocks drift apart (more than one wave) overlaps them with the other resident blocks' loops: the
+epilogue's instructions fill the loop's idle issue slots, 1/b of the prologue's latency is exposed
+(Nsight Compute on the naive kernel at K = 24: ``experiments/results/h200/logs/naive-2026-12-01/``).
 
 *Code beyond the instruction cache.* The SM keeps a kernel's code beyond the L0 in an instruction cache that
 holds 128 KB on the H200 (``experiments/icache_cold.py``: loops of up to 128 KB stream at the L0-miss rate, 192 KB
@@ -1210,18 +1213,36 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
         streams = np.where(steady_runs, np.maximum(bb * pa.warps / r.schedulers, 1.0), 1.0)
         return np.where(beyond, np.where(pa.code[:, 4] > cap, pa.code[:, 3], run_bytes * streams), 0.0)
 
-    def once(bb):
-        return pro + epilogue(bb)
+    # A loop without a barrier: its warps, and so its blocks, drift apart once later blocks start as earlier ones
+    # finish (more than one wave), as _waited_latency has them. A block's once-per-block work then runs while the
+    # SM's other resident blocks run their loops: the epilogue's instructions fill the issue slots the loop leaves
+    # idle (what they exceed them by is added), and the prologue's latency is hidden by the other blocks' warps as
+    # the loop's is (1/b of it exposed). A barrier loop's blocks of a wave walk K in step (_wave_walks) and pay both
+    # in full. Why (Nsight Compute, the naive 16x16 kernel at 3968x5888x24, eight blocks an SM, 87 rounds,
+    # logs/naive-2026-12-01/): 41 % of the stall samples fall outside the loop, yet the kernel takes 189 us, about
+    # its loop's rounds alone (182 us modelled), where adding the once-per-block work in series made it 276 us;
+    # every edge set had the naive kernel 11-39 % pessimistic at K <= 56.
+    drift = (pa.barriers <= 0) & (waves > 1)
+
+    def once(bb, t_round, parts_round):
+        idle = nk * np.maximum(t_round - parts_round[0], 0.0)
+        epi_issue = bb * pa.warps * pa.epilogue / r.schedulers
+        epi_drift = np.maximum(np.maximum(epi_issue - idle, bb * pa.store_lines), bb * store_cycles_per_block)
+        return np.where(drift, pro / np.maximum(bb, 1) + epi_drift, pro + epilogue(bb))
+
+    def pro_exposed(bb):
+        return np.where(drift, pro / np.maximum(bb, 1), pro)
     rounds = full + (rem > 0)
     # the first round streams in the code it runs, later rounds only when the code their blocks run exceeds the cache
     fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)
                           + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0),
                           first(t_rem, np.maximum(rem, 1)))
     sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
-                 + full * once(bps) + np.where(rem > 0, once(np.maximum(rem, 1)), 0.0) + fetch_cold)
+                 + full * once(bps, t_full, parts_full)
+                 + np.where(rem > 0, once(np.maximum(rem, 1), t_rem, parts_rem), 0.0) + fetch_cold)
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
     parts[0] = parts[0] + fetch_cold
-    parts[3] = parts[3] + rounds * pro
+    parts[3] = parts[3] + full * pro_exposed(bps) + np.where(rem > 0, pro_exposed(np.maximum(rem, 1)), 0.0)
     t_sm = sm_cycles / r.clock_hz
     # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
     # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still

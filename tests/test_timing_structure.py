@@ -603,3 +603,23 @@ def test_a_one_wave_launch_without_a_barrier_waits_for_its_first_touches() -> No
     assert small > ratio + 100 and small > r.l2_latency_cycles + 0.7 * (r.dram_latency_cycles - r.l2_latency_cycles)
     # the seed's multi-wave comparison (test_naive_32x32_at_one_block_per_sm_is_about_as_fast_as_16x16_at_six) keeps
     # the miss ratio
+
+
+def _intercept_share(cfg, M: int, N: int) -> float:
+    """The once-per-block share of a prediction at K = 24: the time at K = 24 less 24 k steps at the slope
+    between K = 24 and K = 40, over the time at K = 24."""
+    from model.timing import predict
+    h200 = load_gpu("h200")
+    t24, t40 = (predict(h200, cfg, M, N, k).time_s for k in (24, 40))
+    return (t24 - 24 * (t40 - t24) / 16) / t24
+
+
+def test_a_barrier_free_loops_once_per_block_work_overlaps_the_other_blocks_loops() -> None:
+    # the naive kernel (no barrier) at 3968x5888x24, 87 rounds of eight blocks an SM: its blocks drift apart and a
+    # block's prologue and epilogue run while the others run their loops (Nsight Compute, logs/naive-2026-12-01), so
+    # they add little to the k steps; the shared-memory kernel's blocks (a barrier per iteration, walking K in step)
+    # pay theirs in series. Charged in series for the naive kernel, its share is about a third.
+    naive = next(c for c in classic_configs([1]) if c.label == "01 naive 16x16")
+    smem = next(c for c in classic_configs([2]) if c.label == "02 smem 16x16x16")
+    assert _intercept_share(naive, 3968, 5888) < 0.15
+    assert _intercept_share(smem, 3968, 5888) > 0.25
