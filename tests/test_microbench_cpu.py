@@ -200,7 +200,7 @@ def test_dram_chain_visits_every_page_once_in_one_cycle() -> None:
     assert n == 1000
 
 
-@pytest.mark.parametrize("name", ["dram_fetch", "icache", "icache_cold", "icache_flush", "icache_jump", "icache_layout", "icache_loops", "icache_ramp", "icache_share", "l1_lines", "lds_patterns", "overlap"])
+@pytest.mark.parametrize("name", ["dram_fetch", "icache", "icache_cold", "icache_flush", "icache_jump", "icache_layout", "icache_loops", "icache_ramp", "icache_share", "l1_lines", "lds_patterns", "overlap", "store_patterns"])
 @pytest.mark.parametrize("argv, what", [(["--iters", "0"], "--iters"), (["--iters", "-3"], "--iters"),
                                         (["--out", "experiments/results/h200/icache-2026-11-30.json"], "already exists"),
                                         (["--out", "no/such/folder/x.json"], "does not exist")])

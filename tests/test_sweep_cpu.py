@@ -59,9 +59,9 @@ _ISSUE9 = {(1024,) * 3, (2048,) * 3, (4096,) * 3, (8192,) * 3, (4096, 16384, 102
            (512, 512, 16384)}
 _SAME_ROWS = {"order2": "order"}
 """Sweeps that measure another sweep's rows again in another run."""
-_REPEATS = {**_SAME_ROWS, "vred": "reduce", "fetch19": "edge_val18"}
+_REPEATS = {**_SAME_ROWS, "vred": "reduce", "fetch19": "edge_val18", "misaligned22": "edge_val21"}
 """Sweeps that measure at another sweep's shapes again (vred: rung 12 where reduce measured rung 11; fetch19: edge_val18's
-worst row, 70x164x96, among its own K)."""
+worst row, 70x164x96, among its own K; misaligned22: edge_val21's worst shape, 123x397x65, among its neighbours)."""
 _NEW_SHAPES = {
     # the validation edge sets 6-8: every shape checked new against every sweep before the set ran
     "edge_val6": None, "edge_val7": None, "edge_val8": None, "edge_val9": None, "edge_val10": None, "edge_val11": None, "edge_val12": None, "edge_val13": None, "edge_val14": None, "edge_val15": None, "edge_val16": None, "edge_val17": None, "edge_val18": None, "edge_val19": None, "edge_val20": None, "edge_val21": None,
