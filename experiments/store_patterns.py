@@ -5,7 +5,7 @@ otherwise (rungs 05-12: ``cVec``).
 
     python -m experiments.store_patterns [--out FILE.json] [--iters 64]
 
-One kernel per pattern, run by one block of 8 warps on every SM (enough dynamic shared memory that no second block
+One kernel per pattern, run by one block of 8 warps on every SM and on four SMs (enough dynamic shared memory that no second block
 fits): each thread writes ``TM`` rows of ``TN`` floats of a C-like buffer (rows ``ROW`` words apart), as 16-byte
 stores (``TN / 4`` a row) or 4-byte ones (``TN`` a row), ``iters`` times over the same addresses (they stay in L2);
 a warp's lanes sit ``G`` to a row, ``CS`` words apart. Thread 0 reads ``clock64`` before the loop and after a
@@ -85,6 +85,10 @@ def span(pattern: tuple) -> tuple[int, int]:
     return len(lines), len(sectors)
 
 
+BLOCKS = (None, 4)
+"""Blocks a launch (None: one on every SM; 4: four SMs, as a four-block GEMM launch's epilogue)."""
+
+
 def run(iters: int = 64, log=print) -> dict:
     import cupy as cp
     sms = device_sms()
@@ -98,19 +102,21 @@ def run(iters: int = 64, log=print) -> dict:
                 f"-DWARPS_={WARPS}")
         k = cp.RawModule(code=SRC, options=opts).get_function("store_patterns")
         k.max_dynamic_shared_size_bytes = SHARED_BYTES
-        for _ in range(2):
-            k((sms,), (32 * WARPS,), (buf, cyc, cp.int32(iters), cp.int32(0)), shared_mem=SHARED_BYTES)
-            cp.cuda.runtime.deviceSynchronize()
-        raw = [int(c) for c in cyc.get()]
-        stores = tm * (tn // 4 if vec else tn)
-        per = statistics.median(raw) / (iters * stores * WARPS)
-        lines, sectors = span(pat)
-        rows.append({"pattern": name, "bytes_per_lane": 16 if vec else 4, "lanes_per_row": g, "lane_stride_words": cs,
-                     "rows_per_thread": tm, "cols_per_thread": tn, "row_words": row, "lines": lines,
-                     "sectors": sectors, "stores_per_thread": stores, "warps": WARPS, "iterations": iters,
-                     "cycles_per_warp_store": per, "cycles_raw": raw})
-        log(f"  {name:12s} {16 if vec else 4:2d} B a lane, {lines:2d} lines, {sectors:3d} sectors: "
-            f"{per:6.2f} cycles a warp-level store")
+        for nb in BLOCKS:
+            blocks = nb or sms
+            for _ in range(2):
+                k((blocks,), (32 * WARPS,), (buf, cyc, cp.int32(iters), cp.int32(0)), shared_mem=SHARED_BYTES)
+                cp.cuda.runtime.deviceSynchronize()
+            raw = [int(c) for c in cyc.get()[:blocks]]
+            stores = tm * (tn // 4 if vec else tn)
+            per = statistics.median(raw) / (iters * stores * WARPS)
+            lines, sectors = span(pat)
+            rows.append({"pattern": name, "bytes_per_lane": 16 if vec else 4, "lanes_per_row": g,
+                         "lane_stride_words": cs, "rows_per_thread": tm, "cols_per_thread": tn, "row_words": row,
+                         "lines": lines, "sectors": sectors, "stores_per_thread": stores, "warps": WARPS,
+                         "blocks": blocks, "iterations": iters, "cycles_per_warp_store": per, "cycles_raw": raw})
+            log(f"  {name:12s} {16 if vec else 4:2d} B a lane, {lines:2d} lines, {sectors:3d} sectors, {blocks:3d} "
+                f"blocks: {per:6.2f} cycles a warp-level store")
     return result("gemmscope.store_patterns", rows)
 
 

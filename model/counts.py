@@ -79,11 +79,12 @@ def simulated_counts(cfg: KernelConfig):
 def simulated_extras(cfg: KernelConfig) -> dict:
     """The other size-independent simulator facts the timing model uses: the K depth of one iteration
     (``k_tile``, from the probe's iteration count) and the 128-byte lines of one block's C stores."""
-    from .simulate import block_store_lines, simulate
+    from .simulate import block_store_lines, block_store_sectors, simulate
     K = probe_size(cfg)[2]
     T = simulate(cfg, *probe_size(cfg), plan="sass").k_iterations
     return {"k_tile": max(1, -(-K // max(T, 1))), "store_lines": int(block_store_lines(cfg)),
-            "gld_wf": wavefront_key(cfg)}
+            "store_lines_element": int(block_store_lines(cfg, True)),
+            "store_sectors_element": int(block_store_sectors(cfg, True)), "gld_wf": wavefront_key(cfg)}
 
 
 # ==================================================================================================
@@ -286,8 +287,9 @@ def _tile_load(threads: int, rows: int, row_len: int, vec: int, ld: int, rho: in
 
 @functools.lru_cache(maxsize=None)
 def _c_store(rung: int, BM: int, BN: int, TM: int, TN: int, threads: int, N: int, rho: int, bx: int,
-             coalesced: int) -> tuple[int, int, int]:
-    """(requests, sectors, 128-byte line wavefronts) of one interior block's C stores."""
+             coalesced: int, element: bool = False) -> tuple[int, int, int]:
+    """(requests, sectors, 128-byte line wavefronts) of one interior block's C stores; ``element``: its
+    16-byte stores as four 4-byte ones each (C's rows not 16-byte aligned)."""
     tid, real, tpad = _lanes(threads)
     if rung == 1:
         tx, ty = tid % bx, tid // bx
@@ -312,6 +314,9 @@ def _c_store(rung: int, BM: int, BN: int, TM: int, TN: int, threads: int, N: int
         j = np.tile(np.arange(0, TN, 4, dtype=np.int64), TM)[:, None]
         off = (ty[None] * TM + i) * N + tx[None] * TN + j
         act, w = np.broadcast_to(real[None], off.shape), 4
+        if element:
+            off = np.concatenate([off + e for e in range(4)])
+            act, w = np.broadcast_to(real[None], off.shape), 1
     r, s, lines, _ = _global_counts(off + rho, act, w)
     return r, s, lines
 
@@ -383,10 +388,12 @@ def closed_form_extras(cfg: KernelConfig) -> dict:
     rho = _residues(cfg.rung == 1, g.BM, g.BN, g.BK)
     if cfg.rung == 1:
         p = cfg.p
-        gst = _c_store(1, g.BM, g.BN, 1, 1, g.threads, N, rho["C"], p["BX"], p["COALESCED"])
+        gst = gse = _c_store(1, g.BM, g.BN, 1, 1, g.threads, N, rho["C"], p["BX"], p["COALESCED"])
     else:
         gst = _c_store(cfg.rung, g.BM, g.BN, g.TM, g.TN, g.threads, N, rho["C"], 0, 0)
-    return {"k_tile": int(g.BK), "store_lines": int(gst[2]), "gld_wf": wavefront_key(cfg)}
+        gse = _c_store(cfg.rung, g.BM, g.BN, g.TM, g.TN, g.threads, N, rho["C"], 0, 0, True)
+    return {"k_tile": int(g.BK), "store_lines": int(gst[2]), "store_lines_element": int(gse[2]),
+            "store_sectors_element": int(gse[1]), "gld_wf": wavefront_key(cfg)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -705,7 +712,7 @@ def wavefront_tables(extras: Mapping[str, dict]) -> dict[str, list]:
     return {k: wavefront_table(k).tolist() for k in ks}
 
 
-EXTRA_FIELDS = ("k_tile", "store_lines")
+EXTRA_FIELDS = ("k_tile", "store_lines", "store_lines_element", "store_sectors_element")
 """The :func:`steady_extras` fields :func:`counts_array` serves beside the counts."""
 
 

@@ -76,6 +76,18 @@ no more than a later one). A kernel whose SASS exceeds the cache makes every blo
 once (before and after its main loop) and its first pass over the loop (:func:`model.timing.evaluate`). Other
 architectures: not measured, no charge."""
 
+STORE_PATH = {"sm_90": (0.976, 1.017)}
+"""(cycles per 128-byte line, cycles per 32-byte sector) one warp-level global store holds the SM's store path, per
+architecture: a store of ``L`` lines and ``S`` sectors costs ``L x line + S x sector`` cycles, whether its lanes write
+4 or 16 bytes. Measured on the H200 by ``experiments/store_patterns.py``
+(``experiments/results/h200/store_patterns-2026-12-01b.json``, 2026-12-01, one block of 8 warps on each of four SMs,
+so that the L2 does not pace the stores): eight patterns (the tiled kernels' C epilogues in 16-byte and 4-byte stores,
+one line, one sector a row, 32 rows), 6.6-63 cycles a store, least squares without an intercept (residuals within 4
+cycles). A 4-byte and a 16-byte store over the same 32 sectors cost the same (41.4 and 41.5 cycles), so an epilogue
+that falls back to 4-byte stores (C's rows not 16-byte aligned) takes four times as long. The timing model charged one
+cycle a line before (the load tag stage's rule), a fifth of a 16-byte epilogue's cost. Other architectures: not
+measured, one cycle a line (no sector charge)."""
+
 DRAM_FETCH_BYTES = {"sm_90": 64}
 """Bytes the L2 fills from DRAM when a sector misses, per architecture. Measured on the H200 by
 ``experiments/dram_fetch.py`` (``experiments/results/h200/dram_fetch-2026-12-01.json``, 2026-12-01): one thread reading

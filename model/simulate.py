@@ -1290,11 +1290,24 @@ def format_diff_table(rows: list, only_bad: bool = False) -> str:
 # ==================================================================================================
 
 
+def global_sectors(addr, active) -> np.ndarray:
+    """Distinct 32-byte sectors touched by the active lanes of each warp-level global instruction (of the word each
+    lane's address names: a 16-byte store that starts a sector lies in it)."""
+    addr = np.asarray(addr, dtype=np.int64).reshape(-1, WARP_SIZE)
+    active = np.asarray(active, dtype=bool).reshape(-1, WARP_SIZE)
+    s = np.where(active, addr // SECTOR_WORDS, -1)
+    s.sort(axis=1)
+    new = s >= 0
+    new[:, 1:] &= s[:, 1:] != s[:, :-1]
+    return new.sum(axis=1).astype(np.int64)
+
+
 @functools.lru_cache(maxsize=None)
-def block_store_lines(cfg: KernelConfig) -> int:
-    """128-byte lines that one interior block's C stores touch, summed over its warp-level store
-    instructions: the L1 tag stage handles one line a cycle, so this is the epilogue's cost in cycles (a
-    store whose 32 lanes write 32 rows of C costs 32). Simulated at an interior, sector-aligned probe."""
+def block_store_sectors(cfg: KernelConfig, element: bool = False) -> int:
+    """32-byte sectors that one interior block's C stores touch, summed over its warp-level store instructions, as
+    :func:`block_store_lines` counts lines (``element``: C's rows not 16-byte aligned, 16-byte stores as four 4-byte
+    ones, each in the sector of its 16 bytes): the SM's store path takes a cycle for each
+    (:data:`model.facts.STORE_PATH`)."""
     g = geometry(cfg)
     M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
     kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
@@ -1304,5 +1317,32 @@ def block_store_lines(cfg: KernelConfig) -> int:
         if acc.op != "st":
             continue
         off, act = acc.fn(*full)
-        total += int(global_lines(np.asarray(off).reshape(-1, WARP_SIZE), np.asarray(act).reshape(-1, WARP_SIZE)).sum())
+        off = np.asarray(off).reshape(-1, WARP_SIZE)
+        act = np.asarray(act).reshape(-1, WARP_SIZE)
+        words = range(acc.width) if element and acc.width > 1 else (0,)
+        total += sum(int(global_sectors(off + e, act).sum()) for e in words)
+    return total
+
+
+@functools.lru_cache(maxsize=None)
+def block_store_lines(cfg: KernelConfig, element: bool = False) -> int:
+    """128-byte lines that one interior block's C stores touch, summed over its warp-level store
+    instructions: the L1 tag stage handles one line a cycle, so this is the epilogue's cost in cycles (a
+    store whose 32 lanes write 32 rows of C costs 32). Simulated at an interior, sector-aligned probe.
+    ``element``: the same stores where C's rows are not 16-byte aligned (N % 4 != 0), so that a kernel's
+    16-byte stores fall back to four 4-byte ones each (rungs 05-12's ``cVec``), each touching the lines
+    its word does."""
+    g = geometry(cfg)
+    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
+    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
+    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    total = 0
+    for acc in kern.globals:
+        if acc.op != "st":
+            continue
+        off, act = acc.fn(*full)
+        off = np.asarray(off).reshape(-1, WARP_SIZE)
+        act = np.asarray(act).reshape(-1, WARP_SIZE)
+        words = range(acc.width) if element and acc.width > 1 else (0,)
+        total += sum(int(global_lines(off + e, act).sum()) for e in words)
     return total

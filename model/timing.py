@@ -136,7 +136,9 @@ than the lone-warp trace's. The trace's global-latency stall is taken at ``lg / 
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
 round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations plus the block's
-**prologue** (its traced latency) and **epilogue** (its instructions and C stores). A loop without a barrier
+**prologue** (its traced latency) and **epilogue** (its instructions and C stores: a cycle a line and a cycle a
+sector of each store, ``experiments/store_patterns.py``; four 4-byte stores for each 16-byte one where C's rows are
+not 16-byte aligned). A loop without a barrier
 whose blocks drift apart (more than one wave) overlaps them with the other resident blocks' loops: the
 epilogue's instructions fill the loop's idle issue slots, 1/b of the prologue's latency is exposed
 (Nsight Compute on the naive kernel at K = 24: ``experiments/results/h200/logs/naive-2026-12-01/``).
@@ -212,7 +214,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG, L2_REDUCTION_RAMP
+from .facts import CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG, L2_REDUCTION_RAMP, STORE_PATH
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
@@ -375,6 +377,8 @@ class Profile:
     gld_sectors: float            # 32-byte sectors of the global loads per block and iteration
     store_sectors: float          # C-store sectors of one block (its epilogue)
     store_lines: float            # C-store 128-byte line wavefronts of one block (L1 tag stage)
+    store_lines_element: float    # the same where C's rows are not 16-byte aligned (16-byte stores as 4-byte ones)
+    store_sectors_element: float  # C-store sectors (summed over store instructions) there
     registers: int
     source: str                   # "sass" (compiler facts with the loop trace) or "estimate"
     trace: tuple                  # T1(Lg, Ls): single-warp cycles of one iteration on the TRACE_* grid
@@ -406,6 +410,7 @@ class Profile:
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
                  "int_warp_est", "lds_wavefronts", "sts_wavefronts", "gld_lines", "gst_sectors", "k_tile", "store_lines",
+                 "store_lines_element", "store_sectors_element",
                  "gld_sectors")
 """What a profile takes from :func:`model.counts.steady_counts` and :func:`model.counts.steady_extras`."""
 
@@ -507,7 +512,9 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
     return {"warps": cnt["warps"], "k_tile": cnt["k_tile"].astype(np.int64), "instr": instr,
             "shared_wf": cnt["lds_wavefronts"] + cnt["sts_wavefronts"], "l1_lines": cnt["gld_lines"],
             "gld_sectors": cnt["gld_sectors"],
-            "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"], "trace": trace, "prologue": pro,
+            "store_sectors": cnt["gst_sectors"], "store_lines": cnt["store_lines"],
+            "store_lines_element": cnt["store_lines_element"],
+            "store_sectors_element": cnt["store_sectors_element"], "trace": trace, "prologue": pro,
             "epilogue": epi, "local_loads": ldl, "local_bytes": local, "barriers": cnt["bar_warp"] / warps,
             "registers": regs.astype(np.int64), "has_trace": has_trace, "gld_instr": cnt["gld_requests"],
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
@@ -532,6 +539,8 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    shared_wavefronts=float(c["shared_wf"]), l1_lines=float(c["l1_lines"]),
                    gld_sectors=float(c["gld_sectors"]),
                    store_sectors=float(c["store_sectors"]), store_lines=float(c["store_lines"]),
+                   store_lines_element=float(c["store_lines_element"]),
+                   store_sectors_element=float(c["store_sectors_element"]),
                    registers=int(c["registers"]), source="sass" if c["has_trace"] else "estimate",
                    trace=tuple(map(tuple, tr.tolist())), prologue=tuple(map(tuple, c["prologue"].tolist())),
                    epilogue_instructions=float(c["epilogue"]), latency_chain=chain, barriers=float(c["barriers"]),
@@ -567,6 +576,8 @@ class ProfileArrays:
     gld_sectors: np.ndarray  # 32-byte sectors of the global loads per block and iteration
     store_sectors: np.ndarray
     store_lines: np.ndarray
+    store_lines_element: np.ndarray  # the C stores' lines where C's rows are not 16-byte aligned
+    store_sectors_element: np.ndarray  # and their sectors, summed over the store instructions
     trace: np.ndarray        # (rows, len(TRACE_GLOBAL), len(TRACE_SHARED))
     prologue: np.ndarray
     epilogue: np.ndarray
@@ -688,6 +699,8 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     out["gld_wf"][ex] = pa.gld_wf[ex] * lr[:, None, None]
     out["store_sectors"][ex] = pa.store_sectors[ex] * wr
     out["store_lines"][ex] = pa.store_lines[ex] * wr
+    out["store_lines_element"][ex] = pa.store_lines_element[ex] * wr
+    out["store_sectors_element"][ex] = pa.store_sectors_element[ex] * wr
     return ProfileArrays(**out)
 
 
@@ -1172,8 +1185,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
-    # instructions, issued by the block's warps, and its C stores, one 128-byte line a cycle through the
-    # L1 tag stage - a store whose 32 lanes write 32 rows costs 32 cycles).
+    # instructions, issued by the block's warps, and its C stores: a cycle for each 128-byte line and each 32-byte
+    # sector of every store instruction, model.facts.STORE_PATH - a store whose 32 lanes write 32 rows costs 64).
     pro = _interp_trace(pa.prologue, lg, r.shared_latency_cycles)
 
     # The blocks of one round start (and so end) together on every SM: their C stores reach the L2 at the
@@ -1182,8 +1195,18 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     c_rate = np.where(reduce, r.l2_reduction_bytes_per_s, r.l2_bytes_per_s)
     store_cycles_per_block = r.sms * store_sectors * 32.0 / c_rate * r.clock_hz
 
+    # The C stores hold the SM's store path a cycle for each 128-byte line and each 32-byte sector of every
+    # warp-level store (model.facts.STORE_PATH, experiments/store_patterns.py); where C's rows are not 16-byte aligned
+    # (N % 4 != 0) a kernel that stores C in 16-byte stores stores it four bytes at a time: four stores for each,
+    # every one touching the lines and sectors its 16 bytes did (model.simulate.block_store_lines / _sectors).
+    c_line, c_sector = STORE_PATH.get(gpu.arch, (1.0, 0.0))
+    n_off = np.asarray(N) % 4 != 0
+    st_lines = np.where(n_off, np.maximum(pa.store_lines_element, pa.store_lines), pa.store_lines)
+    st_sectors = np.where(n_off, np.maximum(pa.store_sectors_element, pa.store_sectors), pa.store_sectors)
+    store_path = c_line * st_lines + c_sector * st_sectors
+
     def epilogue(bb):
-        return bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, pa.store_lines), store_cycles_per_block)
+        return bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, store_path), store_cycles_per_block)
 
     # Code beyond the SM's instruction cache (model.facts.CODE_CACHE): a kernel whose SASS does not fit it leaves
     # each round's blocks to fetch from L2 (at the rate measured for code beyond that cache, per scheduler: the
@@ -1227,7 +1250,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     def once(bb, t_round, parts_round):
         idle = nk * np.maximum(t_round - parts_round[0], 0.0)
         epi_issue = bb * pa.warps * pa.epilogue / r.schedulers
-        epi_drift = np.maximum(np.maximum(epi_issue - idle, bb * pa.store_lines), bb * store_cycles_per_block)
+        epi_drift = np.maximum(np.maximum(epi_issue - idle, bb * store_path), bb * store_cycles_per_block)
         return np.where(drift, pro / np.maximum(bb, 1) + epi_drift, pro + epilogue(bb))
 
     def pro_exposed(bb):
@@ -1268,6 +1291,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
 # Profile attribute of each ProfileArrays column that comes from the profile.
 _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_per_warp", "shared_wf": "shared_wavefronts",
                  "l1_lines": "l1_lines", "gld_sectors": "gld_sectors", "store_sectors": "store_sectors", "store_lines": "store_lines",
+                 "store_lines_element": "store_lines_element", "store_sectors_element": "store_sectors_element",
                  "trace": "trace", "prologue": "prologue", "epilogue": "epilogue_instructions",
                  "local_loads": "local_loads", "local_bytes": "local_bytes", "barriers": "barriers",
                  "registers": "registers", "gld_instr": "global_load_instructions",

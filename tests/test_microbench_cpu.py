@@ -517,3 +517,30 @@ def test_icache_layout_cases_compile_options_and_refuse_bad_cases() -> None:
     for bad in ((0, 0, 2, 0), (35, -8, 2, 0), (35, 0, 3, 0), (35, 0, 2, -1)):
         with pytest.raises(ValueError, match="bad case"):
             options(bad)
+
+
+def test_store_patterns_result_backs_the_store_path_constants() -> None:
+    # the shipped run on four SMs: a warp-level store costs about a cycle a line plus a cycle a sector
+    # (model.facts.STORE_PATH, within 4 cycles on every pattern), and 4-byte lanes cost what 16-byte ones over the
+    # same sectors do; on every SM the L2 paces the stores (the patterns of 16 or more sectors 1.5-1.8 times slower)
+    from model.facts import STORE_PATH
+    d = _shipped("store_patterns-2026-12-01b.json")
+    assert d["schema"] == "gemmscope.store_patterns" and "H200" in d["gpu"]
+    c_line, c_sector = STORE_PATH["sm_90"]
+    four = {r["pattern"]: r for r in d["rows"] if r["blocks"] == 4}
+    every = {r["pattern"]: r for r in d["rows"] if r["blocks"] == d["sms"]}
+    assert len(four) == len(every) == 8
+    for r in four.values():
+        assert abs(c_line * r["lines"] + c_sector * r["sectors"] - r["cycles_per_warp_store"]) < 4.0, r["pattern"]
+    assert four["tile16_elem"]["cycles_per_warp_store"] == pytest.approx(four["tile16_vec"]["cycles_per_warp_store"], rel=0.05)
+    for name, r in every.items():
+        if r["sectors"] >= 16:
+            assert r["cycles_per_warp_store"] > 1.4 * four[name]["cycles_per_warp_store"], name
+
+
+def test_store_pattern_spans_count_lines_and_sectors() -> None:
+    from experiments.store_patterns import PATTERNS, span
+    by = {p[0]: p for p in PATTERNS}
+    assert span(by["line_elem"]) == (1, 4)          # 32 consecutive words
+    assert span(by["rows32_elem"]) == (32, 32)      # one word in each of 32 rows
+    assert span(by["tile16_vec"]) == (8, 32)        # rung 06's epilogue: two rows of 16 lanes, 32 bytes apart

@@ -623,3 +623,17 @@ def test_a_barrier_free_loops_once_per_block_work_overlaps_the_other_blocks_loop
     smem = next(c for c in classic_configs([2]) if c.label == "02 smem 16x16x16")
     assert _intercept_share(naive, 3968, 5888) < 0.15
     assert _intercept_share(smem, 3968, 5888) > 0.25
+
+
+def test_c_stored_four_bytes_at_a_time_where_its_rows_are_not_16_byte_aligned() -> None:
+    # rung 06's classic config stores C in 16-byte stores, four times as many 4-byte ones at N % 4 != 0 (every one
+    # over the same sectors: model.facts.STORE_PATH), which at four blocks (123 rows) is most of the launch
+    # (Nsight Compute: +59 % of its stall samples, logs/misaligned-2026-12-01); rung 04 stores 4 bytes a lane anyway
+    from model.timing import predict
+    h200 = load_gpu("h200")
+    dbuf = next(c for c in classic_configs([6]))
+    reg2d = next(c for c in classic_configs([4]))
+    ratio = predict(h200, dbuf, 123, 397, 64).time_s / predict(h200, dbuf, 123, 400, 64).time_s
+    assert ratio > 1.3
+    flat = predict(h200, reg2d, 123, 397, 64).time_s / predict(h200, reg2d, 123, 400, 64).time_s
+    assert flat < 1.1
