@@ -1303,46 +1303,38 @@ def global_sectors(addr, active) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
+def _block_store_counts(cfg: KernelConfig, element: bool) -> tuple[int, int]:
+    """(128-byte lines, 32-byte sectors) one interior block's C stores touch, each summed over its warp-level store
+    instructions, at an interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""
+    g = geometry(cfg)
+    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
+    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
+    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    lines = sectors = 0
+    for acc in kern.globals:
+        if acc.op != "st":
+            continue
+        off, act = acc.fn(*full)
+        off = np.asarray(off).reshape(-1, WARP_SIZE)
+        act = np.asarray(act).reshape(-1, WARP_SIZE)
+        for e in (range(acc.width) if element and acc.width > 1 else (0,)):
+            lines += int(global_lines(off + e, act).sum())
+            sectors += int(global_sectors(off + e, act).sum())
+    return lines, sectors
+
+
 def block_store_sectors(cfg: KernelConfig, element: bool = False) -> int:
     """32-byte sectors that one interior block's C stores touch, summed over its warp-level store instructions, as
     :func:`block_store_lines` counts lines (``element``: C's rows not 16-byte aligned, 16-byte stores as four 4-byte
     ones, each in the sector of its 16 bytes): the SM's store path takes a cycle for each
     (:data:`model.facts.STORE_PATH`)."""
-    g = geometry(cfg)
-    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
-    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
-    full = (kern.m_tile, kern.n_tile, kern.k_tile)
-    total = 0
-    for acc in kern.globals:
-        if acc.op != "st":
-            continue
-        off, act = acc.fn(*full)
-        off = np.asarray(off).reshape(-1, WARP_SIZE)
-        act = np.asarray(act).reshape(-1, WARP_SIZE)
-        words = range(acc.width) if element and acc.width > 1 else (0,)
-        total += sum(int(global_sectors(off + e, act).sum()) for e in words)
-    return total
+    return _block_store_counts(cfg, element)[1]
 
 
-@functools.lru_cache(maxsize=None)
 def block_store_lines(cfg: KernelConfig, element: bool = False) -> int:
     """128-byte lines that one interior block's C stores touch, summed over its warp-level store
-    instructions: the L1 tag stage handles one line a cycle, so this is the epilogue's cost in cycles (a
-    store whose 32 lanes write 32 rows of C costs 32). Simulated at an interior, sector-aligned probe.
+    instructions: the L1 tag stage handles one line a cycle (a store whose 32 lanes write 32 rows of C touches 32).
     ``element``: the same stores where C's rows are not 16-byte aligned (N % 4 != 0), so that a kernel's
     16-byte stores fall back to four 4-byte ones each (rungs 05-12's ``cVec``), each touching the lines
     its word does."""
-    g = geometry(cfg)
-    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
-    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
-    full = (kern.m_tile, kern.n_tile, kern.k_tile)
-    total = 0
-    for acc in kern.globals:
-        if acc.op != "st":
-            continue
-        off, act = acc.fn(*full)
-        off = np.asarray(off).reshape(-1, WARP_SIZE)
-        act = np.asarray(act).reshape(-1, WARP_SIZE)
-        words = range(acc.width) if element and acc.width > 1 else (0,)
-        total += sum(int(global_lines(off + e, act).sum()) for e in words)
-    return total
+    return _block_store_counts(cfg, element)[0]

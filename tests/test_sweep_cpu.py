@@ -664,3 +664,17 @@ def test_ncu_run_collects_extra_metrics_beside_the_usual_ones(tmp_path, monkeypa
     assert nr.main(["--out", str(tmp_path / "a.jsonl"), "--size", "64", "--configs", cfg, "--extra-metrics", *extra]) == 0
     assert nr.main(["--out", str(tmp_path / "b.jsonl"), "--size", "64", "--configs", cfg]) == 0
     assert seen == [nr.METRICS + ("sm__icc_requests.sum",), nr.METRICS]
+
+
+@pytest.mark.parametrize("n", [19, 20, 21, 22])
+def test_edge_draw_reproduces_the_validation_sets_shapes(n: int) -> None:
+    # the random shapes of edge_val19-22 (their classic group) are experiments.edge_draw's draw of seed 1300 + n
+    from experiments.edge_draw import draw
+    assert {tuple(s) for s in draw(1300 + n)} == _sizes(f"edge_val{n}")
+
+
+def test_edge_draw_refuses_a_seed_that_is_not_a_number(capsys) -> None:
+    from experiments.edge_draw import main
+    assert main(["abc"]) == 2 and main([]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and all(line.startswith("edge_draw: ") for line in err)
