@@ -576,17 +576,23 @@ def global_requests_sectors(addr, active) -> tuple[np.ndarray, np.ndarray]:
     return active.any(axis=1).astype(np.int64), new.sum(axis=1).astype(np.int64)
 
 
-def global_lines(addr, active) -> np.ndarray:
-    """Distinct 128-byte cache lines touched by the active lanes of each warp-level global instruction:
-    the L1 tag stage handles one line per cycle, so this is the instruction's cost in L1 wavefronts
-    (a coalesced 32-float row is 1 line; a column walk over 32 rows is 32)."""
+def _distinct_per_warp(addr, active, words: int) -> np.ndarray:
+    """Distinct ``words``-word blocks the active lanes of each warp-level instruction touch (of the word each lane's
+    address names)."""
     addr = np.asarray(addr, dtype=np.int64).reshape(-1, WARP_SIZE)
     active = np.asarray(active, dtype=bool).reshape(-1, WARP_SIZE)
-    s = np.where(active, addr // (4 * SECTOR_WORDS), -1)
+    s = np.where(active, addr // words, -1)
     s.sort(axis=1)
     new = s >= 0
     new[:, 1:] &= s[:, 1:] != s[:, :-1]
     return new.sum(axis=1).astype(np.int64)
+
+
+def global_lines(addr, active) -> np.ndarray:
+    """Distinct 128-byte cache lines touched by the active lanes of each warp-level global instruction:
+    the L1 tag stage handles one line per cycle, so this is the instruction's cost in L1 wavefronts
+    (a coalesced 32-float row is 1 line; a column walk over 32 rows is 32)."""
+    return _distinct_per_warp(addr, active, 4 * SECTOR_WORDS)
 
 
 # ==================================================================================================
@@ -1293,13 +1299,7 @@ def format_diff_table(rows: list, only_bad: bool = False) -> str:
 def global_sectors(addr, active) -> np.ndarray:
     """Distinct 32-byte sectors touched by the active lanes of each warp-level global instruction (of the word each
     lane's address names: a 16-byte store that starts a sector lies in it)."""
-    addr = np.asarray(addr, dtype=np.int64).reshape(-1, WARP_SIZE)
-    active = np.asarray(active, dtype=bool).reshape(-1, WARP_SIZE)
-    s = np.where(active, addr // SECTOR_WORDS, -1)
-    s.sort(axis=1)
-    new = s >= 0
-    new[:, 1:] &= s[:, 1:] != s[:, :-1]
-    return new.sum(axis=1).astype(np.int64)
+    return _distinct_per_warp(addr, active, SECTOR_WORDS)
 
 
 @functools.lru_cache(maxsize=None)
