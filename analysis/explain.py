@@ -304,6 +304,16 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
              f"busiest SM runs ceil({blocks:,}/{sms}) = {per_sm} block{'s' if per_sm != 1 else ''} as "
              f"{rounds_txt} of {nk:,} {step}{'s' if nk != 1 else ''}{each}: {fmt_time(float(ev['t_sm']))} of "
              f"SM time, plus {fmt_time(rt.launch_overhead_s)} launch overhead = {fmt_time(pred.time_s)}.")
+    once = float(ev.get("once_cycles", 0.0))
+    if once >= 0.1 * float(ev["sm_cycles"]):
+        from model.facts import STORE_PATH
+        c_line, c_sector = STORE_PATH.get(gpu.arch, (1.0, 0.0))
+        elem = bool(ev.get("c_stores_element", False))
+        s.append(f"Of the SM time, {fmt_time(once / rt.clock_hz)} is once-per-block work: each block's prologue "
+                 f"and epilogue, whose C stores hold the SM's store path {float(ev['store_path_cycles']):,.0f} cycles "
+                 f"a block ({c_line:g} a 128-byte line and {c_sector:g} a 32-byte sector of every store"
+                 + ("; C's rows are not 16-byte aligned, so its 16-byte stores go four bytes at a time" if elem else "")
+                 + ").")
     cold = float(ev.get("cold_fetch_cycles", 0.0))
     if cold > 0:
         from model.facts import CODE_CACHE

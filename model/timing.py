@@ -1260,9 +1260,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)
                           + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0),
                           first(t_rem, np.maximum(rem, 1)))
-    sm_cycles = (nk * (full * t_full + np.where(rem > 0, t_rem, 0.0))
-                 + full * once(bps, t_full, parts_full)
-                 + np.where(rem > 0, once(np.maximum(rem, 1), t_rem, parts_rem), 0.0) + fetch_cold)
+    once_cycles = full * once(bps, t_full, parts_full) + np.where(rem > 0, once(np.maximum(rem, 1), t_rem, parts_rem), 0.0)
+    sm_cycles = nk * (full * t_full + np.where(rem > 0, t_rem, 0.0)) + once_cycles + fetch_cold
     parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
     parts[0] = parts[0] + fetch_cold
     parts[3] = parts[3] + full * pro_exposed(bps) + np.where(rem > 0, pro_exposed(np.maximum(rem, 1)), 0.0)
@@ -1284,7 +1283,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "l2_bytes": l2_bytes, "dram_bytes": dram_bytes, "sm_cycles": sm_cycles,
             "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold,
             "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero,
-            "code_run_bytes": run_bytes,
+            "code_run_bytes": run_bytes, "once_cycles": once_cycles, "store_path_cycles": store_path,
+            "c_stores_element": n_off & (pa.store_lines_element > pa.store_lines),
             "code_first_round_bytes": np.where(full >= 1, first_stream(bps), first_stream(np.maximum(rem, 1)))}
 
 
@@ -1446,7 +1446,8 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
     if K % 4 or N % 4:
         which = " and ".join(f"{d} = {v}" for d, v in (("K", K), ("N", N)) if v % 4)
         notes.append(f"{which} not a multiple of 4: the rows of A (K) or B (N) are not 16-byte aligned and the kernels "
-                     "take their element path (charged from its SASS where the loop branches to it); the model's known "
+                     "take their element path (charged from its SASS where the loop branches to it; at N % 4 != 0 "
+                     "16-byte C stores go four bytes at a time, charged as four stores each); the model's known "
                      "weak spot all the same: on the H200 the kernels without an element branch (element loads "
                      "throughout) ran 10-27 % slower than predicted at such sizes, and split-K's vector reductions, "
                      "which fall back to scalar ones at odd N (charged as four times the sector operations), 5-23 % "

@@ -40,3 +40,15 @@ def test_a_k_or_n_not_a_multiple_of_four_is_named_as_the_known_weak_spot() -> No
     assert any(n.startswith("K = 1187 and N = 2711 not a multiple of 4") for n in odd.notes)
     assert any(n.startswith("N = 2711 not a multiple") for n in predict(H200, cfg, 1409, 2711, 1188).notes)
     assert not any("not a multiple of 4" in n for n in predict(H200, cfg, 1409, 2712, 1188).notes)
+
+
+def test_the_why_names_once_per_block_work_and_c_stored_four_bytes_at_a_time() -> None:
+    # at four blocks of rung 06 the epilogue is about half the SM time; at N % 4 != 0 its C stores go four bytes at a
+    # time (model.facts.STORE_PATH), which the explanation says; at an aligned N it does not, and at 2048^3 (many
+    # rounds of 256 K tiles) the once-per-block work is too small to name
+    cfg = KernelConfig.parse("06:BM=128,BN=128,BK=8,TM=8,TN=8")
+    odd = " ".join(explain(H200, cfg, 123, 397, 65)["why"])
+    assert "once-per-block work" in odd and "four bytes at a time" in odd
+    even = " ".join(explain(H200, cfg, 123, 400, 64)["why"])
+    assert "once-per-block work" in even and "four bytes at a time" not in even
+    assert "once-per-block work" not in " ".join(explain(H200, cfg, 2048, 2048, 2048)["why"])
