@@ -3,17 +3,18 @@ generator from one seed - three small-K with large M and N, two skinny M, two sk
 
     python -m experiments.edge_draw SEED      # prints the shapes as a TOML list
 
-The draw scripts in ``experiments/results/h200/logs/edge_val*/`` record each set's seed; edge_val18 and edge_val19
-drew the same way, written out in their scripts."""
+The draw scripts in ``experiments/results/h200/logs/`` record each set's seed (edge_val18's in ``fetch14-2026-12-01/``,
+edge_val19's in ``fetch19-2026-12-01/``, the later ones in ``edge_val*-2026-12-01/``)."""
 from __future__ import annotations
 
 import sys
 
 
-def draw(seed: int) -> list[tuple[int, int, int]]:
-    """The twelve (M, N, K) of the set drawn with ``seed``."""
+def draw(seed) -> list[tuple[int, int, int]]:
+    """The twelve (M, N, K) of the set drawn with ``seed`` (an int, or a numpy Generator that the caller draws more
+    from after: edge_val18's script draws fetch18's configs from the same stream)."""
     import numpy as np
-    rng = np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
     def mult(lo: int, hi: int, m: int) -> int:
         return int(rng.integers(lo // m, hi // m + 1)) * m

@@ -116,6 +116,22 @@ def launches_after(launch, blocks: int, n_stamps: int, before, launches: int) ->
     return out
 
 
+def flag_kernel_stamps(k, blocks: int, warps: int, iters: int, n_stamps: int, protocol: str,
+                       launches: int) -> list[list[list[int]]]:
+    """:func:`launches_after` for the kernels of ``icache_jump``, ``icache_loops`` and ``icache_layout``, which take
+    ``(out, stamps, a, b, iters, flag)`` (``flag`` 0: the code they jump over never runs): ``launches`` launches of
+    ``k`` on ``blocks`` blocks of ``warps`` warps, one an SM (:data:`SHARED_BYTES` of dynamic shared memory), each
+    after ``protocol``'s action (:func:`protocol_action`), behind two warm-ups; every block's stamps per launch."""
+    import cupy as cp
+    k.max_dynamic_shared_size_bytes = SHARED_BYTES
+    out = cp.zeros(blocks * 32 * warps, dtype=cp.float32)
+
+    def launch(st):
+        k((blocks,), (32 * warps,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters), cp.int32(0)),
+          shared_mem=SHARED_BYTES)
+    return launches_after(launch, blocks, n_stamps, protocol_action(protocol), launches)
+
+
 def run(iters: int = 6, log=print) -> dict:
     import cupy as cp
     sms = device_sms()

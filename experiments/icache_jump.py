@@ -16,7 +16,7 @@ the cache does not (`experiments/icache_flush.py`): this asks whether the code j
 from __future__ import annotations
 
 from . import kernelbench
-from .icache_cold import SHARED_BYTES, first_and_steady, launches_after, protocol_action
+from .icache_cold import first_and_steady, flag_kernel_stamps
 from .kernelbench import device_sms, result
 
 SKIPS = (0, 3072, 6144, 7168, 9216, 12288)   # FFMAs jumped over: 0, 48, 96, 112, 144 and 192 KB of SASS
@@ -69,13 +69,8 @@ def run(iters: int = 6, log=print) -> dict:
     rows = []
     for nskip in SKIPS:
         k = cp.RawModule(code=SRC, options=(f"-DNBODY={BODY}", f"-DNSKIP={nskip}")).get_function("icache_jump")
-        k.max_dynamic_shared_size_bytes = SHARED_BYTES
-        out = cp.zeros(sms * 32 * WARPS, dtype=cp.float32)
         for proto in PROTOCOLS:
-            def launch(st):
-                k((sms,), (32 * WARPS,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters), cp.int32(0)),
-                  shared_mem=SHARED_BYTES)
-            stamps = launches_after(launch, sms, iters + 3, protocol_action(proto), LAUNCHES)
+            stamps = flag_kernel_stamps(k, sms, WARPS, iters, iters + 3, proto, LAUNCHES)
             c = first_and_steady([s for raw in stamps for s in raw], iters, 2)
             rows.append({"skipped_ffma": nskip, "skipped_bytes": 16 * nskip, "loop_bytes": 16 * BODY,
                          "warps_per_block": WARPS, "blocks": sms, "protocol": proto, "launches": LAUNCHES,

@@ -20,7 +20,8 @@ from 10 KB on) does not. The SASS layout of every case (where each loop starts, 
 from __future__ import annotations
 
 from . import kernelbench
-from .icache_cold import SHARED_BYTES, first_and_steady, launches_after, protocol_action
+from .icache_cold import first_and_steady, flag_kernel_stamps
+from .icache_loops import _BODY, per_loop
 from .kernelbench import device_sms, result
 
 KB_FFMA = 64                                      # FFMAs of 16 bytes in a KB
@@ -31,13 +32,6 @@ CASES = (tuple((L, X, 2, 0) for L in (24, 30, 35) for X in _GRID)      # (loop K
 WARPS = 4
 LAUNCHES = 5
 PROTOCOLS = ("relaunch", "l2_flush")
-_BODY = r"""
-#pragma unroll
-        for (int j = 0; j < NBODY / 8; ++j) {
-            x0 = fmaf(x0, A_, B_); x1 = fmaf(x1, A_, B_); x2 = fmaf(x2, A_, B_); x3 = fmaf(x3, A_, B_);
-            x4 = fmaf(x4, A_, B_); x5 = fmaf(x5, A_, B_); x6 = fmaf(x6, A_, B_); x7 = fmaf(x7, A_, B_);
-        }
-"""
 _SKIP = r"""
     if (flag == FLAGV) {
 #pragma unroll
@@ -126,17 +120,10 @@ def run(iters: int = 4, log=print) -> dict:
     for case in CASES:
         loop_kb, before_kb, loops, after_kb = case
         k = cp.RawModule(code=SRC, options=options(case)).get_function("icache_layout")
-        k.max_dynamic_shared_size_bytes = SHARED_BYTES
-        out = cp.zeros(sms * 32 * WARPS, dtype=cp.float32)
         for proto in PROTOCOLS:
-            def launch(st):
-                k((sms,), (32 * WARPS,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters), cp.int32(0)),
-                  shared_mem=SHARED_BYTES)
-            stamps = launches_after(launch, sms, 2 * iters + 2, protocol_action(proto), LAUNCHES)
+            stamps = flag_kernel_stamps(k, sms, WARPS, iters, 2 * iters + 2, proto, LAUNCHES)
             flat = [s for launch_st in stamps for s in launch_st]
-            per = {"a": first_and_steady(flat, iters, 1)}
-            if loops > 1:
-                per["b"] = first_and_steady(flat, iters, 1 + iters)
+            per = per_loop(flat, iters) if loops > 1 else {"a": first_and_steady(flat, iters, 1)}
             rows.append({"loop_bytes": 1024 * loop_kb, "skipped_before_bytes": 1024 * before_kb, "loops": loops,
                          "skipped_after_bytes": 1024 * after_kb, "warps_per_block": WARPS, "blocks": sms,
                          "protocol": proto, "launches": LAUNCHES, "iterations": iters, **per})

@@ -16,7 +16,7 @@ version 1) with every stamp. Needs a GPU and CuPy.
 from __future__ import annotations
 
 from . import kernelbench
-from .icache_cold import SHARED_BYTES, first_and_steady, launches_after, protocol_action
+from .icache_cold import first_and_steady, flag_kernel_stamps
 from .kernelbench import device_sms, result
 
 CASES = ((1536, 0), (2240, 0), (2240, 5120))     # (FFMAs a loop: 24 or 35 KB, FFMAs jumped over: 0 or 80 KB)
@@ -75,14 +75,8 @@ def run(iters: int = 4, log=print) -> dict:
     rows = []
     for nbody, nskip in CASES:
         k = cp.RawModule(code=SRC, options=(f"-DNBODY={nbody}", f"-DNSKIP={nskip}")).get_function("icache_loops")
-        k.max_dynamic_shared_size_bytes = SHARED_BYTES
-        out = cp.zeros(sms * 32 * WARPS, dtype=cp.float32)
         for proto in PROTOCOLS:
-            def launch(st):
-                k((sms,), (32 * WARPS,), (out, st, cp.float32(0.999), cp.float32(0.001), cp.int32(iters), cp.int32(0)),
-                  shared_mem=SHARED_BYTES)
-            all_stamps = launches_after(launch, sms, 2 * iters + 2, protocol_action(proto),
-                                        LAUNCHES)
+            all_stamps = flag_kernel_stamps(k, sms, WARPS, iters, 2 * iters + 2, proto, LAUNCHES)
             loops = per_loop([s for launch_st in all_stamps for s in launch_st], iters)
             rows.append({"loop_ffma": nbody, "loop_bytes": 16 * nbody, "skipped_bytes": 16 * nskip, "warps_per_block": WARPS,
                          "blocks": sms, "protocol": proto, "launches": LAUNCHES, "iterations": iters, **loops,

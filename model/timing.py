@@ -1205,8 +1205,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     st_sectors = np.where(n_off, np.maximum(pa.store_sectors_element, pa.store_sectors), pa.store_sectors)
     store_path = c_line * st_lines + c_sector * st_sectors
 
-    def epilogue(bb):
-        return bb * np.maximum(np.maximum(pa.warps * pa.epilogue / r.schedulers, store_path), store_cycles_per_block)
+    def epilogue(bb, idle=0.0):
+        """The epilogue of ``bb`` blocks: their instructions (less the issue cycles ``idle`` that other blocks' loops
+        leave free for them), their C stores through the SM's store path, or the L2's share of the round's stores."""
+        return np.maximum(np.maximum(bb * pa.warps * pa.epilogue / r.schedulers - idle, bb * store_path),
+                          bb * store_cycles_per_block)
 
     # Code beyond the SM's instruction cache (model.facts.CODE_CACHE): a kernel whose SASS does not fit it leaves
     # each round's blocks to fetch from L2 (at the rate measured for code beyond that cache, per scheduler: the
@@ -1247,14 +1250,11 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # every edge set had the naive kernel 11-39 % pessimistic at K <= 56.
     drift = (pa.barriers <= 0) & (waves > 1)
 
-    def once(bb, t_round, parts_round):
-        idle = nk * np.maximum(t_round - parts_round[0], 0.0)
-        epi_issue = bb * pa.warps * pa.epilogue / r.schedulers
-        epi_drift = np.maximum(np.maximum(epi_issue - idle, bb * store_path), bb * store_cycles_per_block)
-        return np.where(drift, pro / np.maximum(bb, 1) + epi_drift, pro + epilogue(bb))
-
     def pro_exposed(bb):
         return np.where(drift, pro / np.maximum(bb, 1), pro)
+
+    def once(bb, t_round, parts_round):
+        return pro_exposed(bb) + epilogue(bb, np.where(drift, nk * np.maximum(t_round - parts_round[0], 0.0), 0.0))
     rounds = full + (rem > 0)
     # the first round streams in the code it runs, later rounds only when the code their blocks run exceeds the cache
     fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)

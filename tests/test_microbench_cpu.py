@@ -544,3 +544,38 @@ def test_store_pattern_spans_count_lines_and_sectors() -> None:
     assert span(by["line_elem"]) == (1, 4)          # 32 consecutive words
     assert span(by["rows32_elem"]) == (32, 32)      # one word in each of 32 rows
     assert span(by["tile16_vec"]) == (8, 32)        # rung 06's epilogue: two rows of 16 lanes, 32 bytes apart
+
+
+def test_flag_kernel_stamps_launches_one_block_an_sm_with_the_flag_off(monkeypatch) -> None:
+    # icache_jump, icache_loops and icache_layout launch their kernels through it: blocks x warps threads, the full
+    # dynamic shared memory (one block an SM), arguments (out, stamps, a, b, iters, flag = 0) - the code the kernels
+    # jump over runs only when flag is set; two warm-ups, then the timed launches after the protocol's action
+    import sys
+    import types
+    import numpy as np
+    from experiments.icache_cold import SHARED_BYTES, flag_kernel_stamps
+    calls = []
+
+    class Buf:
+        def __init__(self, n):
+            self.a = np.zeros(n, dtype=np.int64)
+
+        def get(self):
+            return self.a
+
+    fake = types.SimpleNamespace(zeros=lambda n, dtype=None: Buf(n), int64=np.int64, float32=float, int32=int,
+                                 cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(deviceSynchronize=lambda: None)))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    class Kernel:
+        max_dynamic_shared_size_bytes = 0
+
+        def __call__(self, grid, block, args, shared_mem=0):
+            calls.append((grid, block, args[2:], shared_mem, self.max_dynamic_shared_size_bytes))
+            args[1].a[:] = len(calls)
+
+    out = flag_kernel_stamps(Kernel(), 3, 4, 5, 2, "relaunch", 2)
+    assert len(calls) == 4 and len(out) == 2 and out[1] == [[4, 4]] * 3
+    for grid, block, rest, shm, attr in calls:
+        assert grid == (3,) and block == (128,) and rest == (0.999, 0.001, 5, 0)
+        assert shm == attr == SHARED_BYTES

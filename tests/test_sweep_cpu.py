@@ -666,9 +666,9 @@ def test_ncu_run_collects_extra_metrics_beside_the_usual_ones(tmp_path, monkeypa
     assert seen == [nr.METRICS + ("sm__icc_requests.sum",), nr.METRICS]
 
 
-@pytest.mark.parametrize("n", [19, 20, 21, 22, 23])
+@pytest.mark.parametrize("n", [18, 19, 20, 21, 22, 23])
 def test_edge_draw_reproduces_the_validation_sets_shapes(n: int) -> None:
-    # the random shapes of edge_val19-23 (their classic group) are experiments.edge_draw's draw of seed 1300 + n
+    # the random shapes of edge_val18-23 (their classic group) are experiments.edge_draw's draw of seed 1300 + n
     from experiments.edge_draw import draw
     assert {tuple(s) for s in draw(1300 + n)} == _sizes(f"edge_val{n}")
 

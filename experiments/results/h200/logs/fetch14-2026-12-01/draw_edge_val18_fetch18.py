@@ -1,20 +1,14 @@
 """Draw edge_val18's shapes and fetch18's configs and shapes at random (numpy seed 1318)."""
 import sys, json, numpy as np
-sys.path.insert(0, '/work/main')
-from model.registry import KernelConfig, geometry
+sys.path.insert(0, __file__.rsplit("/experiments/", 1)[0])
+from experiments.edge_draw import draw
+from model.registry import KernelConfig
 from model.timing import profile
 rng = np.random.default_rng(1318)
 def mult(lo, hi, m): return int(rng.integers(lo // m, hi // m + 1)) * m
-def odd(lo, hi): return int(rng.integers(lo // 2, hi // 2)) * 2 + 1
-edge = []
-edge += [(mult(2048, 6912, 64), mult(2048, 6912, 64), int(rng.integers(16, 257))) for _ in range(3)]   # small K
-for _ in range(2): edge.append((int(rng.integers(1, 65)), mult(2048, 6912, 64), mult(1024, 4096, 64)))  # skinny M
-for _ in range(2): edge.append((mult(2048, 6912, 64), int(rng.integers(1, 65)), mult(1024, 4096, 64)))  # skinny N
-edge += [tuple(int(rng.integers(64, 529)) for _ in range(3)) for _ in range(2)]                          # small
-edge += [tuple(odd(1001, 3001) for _ in range(3)) for _ in range(2)]                                     # odd
-edge.append((mult(4096, 6400, 128), mult(4096, 6400, 128), mult(1024, 2048, 128)))                        # large
+edge = draw(rng)                       # the edge shapes (experiments.edge_draw), then fetch18 from the same stream
 print('edge_val18', edge)
-d = json.load(open('/work/main/model/data/compiler_facts/sm_90.json'))['archs']['sm_90']['facts']
+d = json.load(open(__file__.rsplit('/experiments/', 1)[0] + '/model/data/compiler_facts/sm_90.json'))['archs']['sm_90']['facts']
 cand = []
 for k in sorted(d):
     if k[:3] not in ('08:', '09:', '10:', '11:', '12:'):
