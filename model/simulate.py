@@ -1303,24 +1303,38 @@ def global_sectors(addr, active) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _block_store_counts(cfg: KernelConfig, element: bool) -> tuple[int, int]:
-    """(128-byte lines, 32-byte sectors) one interior block's C stores touch, each summed over its warp-level store
-    instructions, at an interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""
+def _store_kernel(cfg: KernelConfig) -> _Kernel:
+    """The kernel description at the interior, sector-aligned probe the C-store counts use."""
     g = geometry(cfg)
-    M, N, K = 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK)
-    kern = _describe(cfg, M, N, K, resolve_plan(cfg, "source"))
-    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    return _describe(cfg, 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK), resolve_plan(cfg, "source"))
+
+
+@functools.lru_cache(maxsize=None)
+def block_store_counts_partial(cfg: KernelConfig, rv: int, cv: int, element: bool) -> tuple[int, int]:
+    """(128-byte lines, 32-byte sectors) the C stores of one block touch, each summed over its warp-level store
+    instructions, when only ``rv`` rows and ``cv`` columns of its tile lie inside C (a block on C's last block row
+    or column: its lanes outside C are predicated off, and a store none of whose lanes is inside touches nothing).
+    At the interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""
+    kern = _store_kernel(cfg)
+    rv, cv = min(int(rv), kern.m_tile), min(int(cv), kern.n_tile)
     lines = sectors = 0
     for acc in kern.globals:
         if acc.op != "st":
             continue
-        off, act = acc.fn(*full)
+        off, act = acc.fn(rv, cv, kern.k_tile)
         off = np.asarray(off).reshape(-1, WARP_SIZE)
         act = np.asarray(act).reshape(-1, WARP_SIZE)
         for e in (range(acc.width) if element and acc.width > 1 else (0,)):
             lines += int(global_lines(off + e, act).sum())
             sectors += int(global_sectors(off + e, act).sum())
     return lines, sectors
+
+
+def _block_store_counts(cfg: KernelConfig, element: bool) -> tuple[int, int]:
+    """(128-byte lines, 32-byte sectors) one interior block's C stores touch, each summed over its warp-level store
+    instructions, at an interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""
+    kern = _store_kernel(cfg)
+    return block_store_counts_partial(cfg, kern.m_tile, kern.n_tile, element)
 
 
 def block_store_sectors(cfg: KernelConfig, element: bool = False) -> int:

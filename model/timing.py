@@ -604,6 +604,7 @@ class ProfileArrays:
     split_k: np.ndarray      # K slices (launch-level option; 1 = off): blocks x S, each K/S deep
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
     vred: np.ndarray         # 1: split-K slices add C with 16-byte vector reductions where C's rows are 16-byte aligned
+    cfg: np.ndarray          # the KernelConfig of each entry (object array): the simulator's C stores of edge blocks
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -704,12 +705,50 @@ def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
     return ProfileArrays(**out)
 
 
-def _busiest_sm_block(counts: np.ndarray, gm: int, gn: int, coalesced: int, sms: int) -> np.ndarray:
+def _edge_stores(pa: ProfileArrays, M, N, gm, gn, sms: int) -> tuple[ProfileArrays, np.ndarray]:
+    """The C stores of a launch whose tiles lie partly outside C, for kernels whose threads all take part (no early
+    return): a block on C's last block row or column predicates off its lanes outside C, so its stores touch only the
+    lines and sectors of its elements inside C (:func:`model.simulate.block_store_counts_partial`; a store none of
+    whose lanes is inside touches nothing). Of the four classes' counts (interior, last block row, last column,
+    corner), the mean over the blocks the busiest SM runs (:func:`_busiest_sm_block`) replaces the interior block's
+    store lines and sectors (16-byte and 4-byte forms: the SM's store path); the launch's mean over all its blocks is
+    returned beside, per row, as a factor on the interior block's sectors (16-byte, 4-byte forms: C's L2 traffic and
+    the L2's reductions). At a skinny N every block is such a block: at N = 3 a 128x128 tile stores 3 of its 128
+    columns - 384 elements, not 16,384 (edge_val25: rung 12's split-K 16 at 2112x3x1088 measured 31 us where the
+    interior block's stores gave 58.5)."""
+    from .simulate import block_store_counts_partial
+    M, N, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (len(pa),)) for x in (M, N, gm, gn))
+    rv, cv = M - (gm - 1) * pa.BM, N - (gn - 1) * pa.BN
+    launch = np.ones((len(pa), 2))
+    ex = np.flatnonzero((pa.exits[:, 0] == 0) & ((rv < pa.BM) | (cv < pa.BN)))
+    if not len(ex):
+        return pa, launch
+    _, first, code = np.unique([pa.cfg[i].key for i in ex], return_index=True, return_inverse=True)
+    rows, inv = _distinct_rows(code, rv[ex], cv[ex], gm[ex], gn[ex])
+    ratio, whole = np.empty((len(rows), 4)), np.empty((len(rows), 2))
+    for q, (c, r_, c_, m_, n_) in enumerate(rows):
+        cfg = pa.cfg[ex[first[c]]]
+        bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
+        counts = np.array([[*block_store_counts_partial(cfg, a, b, False), *block_store_counts_partial(cfg, a, b, True)]
+                           for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))], dtype=np.float64)
+        sel = np.column_stack([counts[:, 0] + counts[:, 1], counts])
+        ratio[q] = _busiest_sm_block(sel, int(m_), int(n_), 1, sms, by=0)[1:] / np.maximum(counts[0], 1.0)
+        n_cls = np.array([(m_ - 1) * (n_ - 1), n_ - 1, m_ - 1, 1], dtype=np.float64)   # blocks of each class
+        whole[q] = (n_cls @ counts[:, [1, 3]]) / n_cls.sum() / np.maximum(counts[0, [1, 3]], 1.0)
+    ratio = ratio[inv]
+    launch[ex] = whole[inv]
+    out = {f.name: getattr(pa, f.name).copy() for f in fields(pa)}
+    for j, name in enumerate(("store_lines", "store_sectors", "store_lines_element", "store_sectors_element")):
+        out[name][ex] = getattr(pa, name)[ex] * ratio[:, j]
+    return ProfileArrays(**out), launch
+
+
+def _busiest_sm_block(counts: np.ndarray, gm: int, gn: int, coalesced: int, sms: int, by: int = 1) -> np.ndarray:
     """The mean (warps, lines, loads) of the blocks the busiest SM runs, for a launch whose edge blocks run fewer
     warps (:func:`_partial_blocks`). ``counts``: the four classes' (interior, last block row, last block column,
     corner). The blocks are dealt to the SMs in launch order (``blockIdx.x`` fastest: along N for the coalesced
     layout, along M for the other), block ``b`` to SM ``b mod SMs``; the SM whose blocks touch the most lines sets
-    the time, and its blocks' mean replaces the interior block's. Why: at 36 x 3584 x 3584 the uncoalesced 32x32
+    the time (``by``: the column that says which), and its blocks' mean replaces the interior block's. Why: at 36 x 3584 x 3584 the uncoalesced 32x32
     launch is 2 x 112 blocks, one block row full and one with 4 of 32 rows inside C; 132 SMs take blocks b and
     b + 132, of the same row, so half the SMs run two full blocks - the launch's mean block made it 77 % too fast
     (edge_val12, 2026-12-01). With one block per SM it is the slowest block."""
@@ -720,7 +759,7 @@ def _busiest_sm_block(counts: np.ndarray, gm: int, gn: int, coalesced: int, sms:
     cls = (ri == gm - 1).astype(np.int64) + 2 * (ci == gn - 1).astype(np.int64)
     per = counts[cls]                                   # (blocks, 3)
     sm = ids % sms
-    lines = np.bincount(sm, weights=per[:, 1], minlength=sms)
+    lines = np.bincount(sm, weights=per[:, by], minlength=sms)
     s = int(np.argmax(lines))
     return per[sm == s].mean(axis=0)
 
@@ -1091,6 +1130,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
     pa = _partial_blocks(pa, M, N, gm, gn, r.sms)
+    interior = pa
+    pa, launch_stores = _edge_stores(pa, M, N, gm, gn, r.sms)
     pa = _element_path(pa, N, K)
     # Split-K (launch-level option, Geometry.split_k = S): S blocks per output tile, each over
     # ceil(K tiles / S) of the K loop (registry.k_slices); their partial sums meet in C by atomics. With
@@ -1117,7 +1158,9 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # operations - the count the simulator gives a kernel whose split-K reductions are always scalar. Why: the vector-reduction
     # kernel's rows at odd N ran 15-77 % slower than predicted with the vector count (odd, edge_val10, ladder; 2026-12-01).
     scalar_fallback = (S > 1) & (N % 4 != 0) & (pa.vred > 0)
-    store_sectors = pa.store_sectors * np.where(scalar_fallback, 4.0, 1.0)
+    # (the 4-byte form's sectors: four for each 16-byte store's); C's sectors over the launch, edge blocks storing less.
+    store_sectors = np.where(scalar_fallback, interior.store_sectors_element * launch_stores[:, 1],
+                             interior.store_sectors * launch_stores[:, 0])
     rows, inv = _distinct_rows(gm, gn, bps)
     fr = np.array([_l1_shared_fractions(x, y, r.sms, z) for x, y, z in rows]).reshape(-1, 2)[inv]
     l2_bytes = a_bytes * gn * fr[:, 0] + b_bytes * gm * fr[:, 1] + 32.0 * store_sectors * blocks
@@ -1127,7 +1170,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # sectors ([timing].l2_reduction_bytes_per_s: microbenchmarked with the epilogue's own pattern, lanes four
     # floats apart; half the L2 bandwidth where not measured).
     reduce = S > 1
-    partial = ((4.0 * BM * BN / np.maximum(store_sectors, 1.0)) < 32.0) & ~reduce
+    partial = ((4.0 * BM * BN / np.maximum(interior.store_sectors, 1.0)) < 32.0) & ~reduce
     c_sector_bytes = 32.0 * store_sectors * blocks
     l2_time_bytes = l2_bytes + np.where(partial, c_sector_bytes, 0.0) - np.where(reduce, c_sector_bytes, 0.0)
     wave = r.sms * bps
@@ -1302,7 +1345,13 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "code": "code_bytes", "elem": "element_path_extra", "elem_trace": "element_trace_extra"}
 
 
-def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
+def _object_column(items: Sequence) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = list(items)
+    return out
+
+
+def _assemble(gpu, cfgs: Sequence[KernelConfig], geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArrays:
     """ProfileArrays from the profile columns and the geometry (residency from the occupancy calculator)."""
     BM, BN, threads, smem, split_k, swizzle, vred = (
         np.array([getattr(g, a) for g in geos], dtype=np.int64)
@@ -1312,7 +1361,8 @@ def _assemble(gpu, geos: Sequence, col: Mapping[str, np.ndarray]) -> ProfileArra
     return ProfileArrays(BM=BM, BN=BN, k_tile=np.asarray(col["k_tile"], dtype=np.int64),
                          **{k: np.asarray(col[k], dtype=np.float64).reshape((n,) + np.shape(col[k])[1:])
                             for k in _PROFILE_ATTR if k not in ("k_tile", "registers")},
-                         smem=smem.astype(np.float64), bps=bps, split_k=split_k, swizzle=swizzle, vred=vred)
+                         smem=smem.astype(np.float64), bps=bps, split_k=split_k, swizzle=swizzle, vred=vred,
+                         cfg=_object_column(cfgs))
 
 
 def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
@@ -1328,14 +1378,14 @@ def _arrays_for(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | Non
     table = load_facts(gpu.arch)
     col = _profile_columns(counts_array(cfgs, _COUNT_FIELDS, keys=keys), [table.get(k) for k in keys], geos,
                            registers, cfgs)
-    return (_assemble(gpu, geos, col),), col
+    return (_assemble(gpu, cfgs, geos, col),), col
 
 
 def _arrays_of_profiles(gpu, cfgs: Sequence[KernelConfig], registers: Sequence[int | None] | None):
     """The same from :func:`profile` config by config (cached per config): the single-config path."""
     profs = [profile(c, gpu.arch, None if registers is None else registers[i]) for i, c in enumerate(cfgs)]
     col = {k: np.array([getattr(p, a) for p in profs]) for k, a in _PROFILE_ATTR.items()}
-    return (_assemble(gpu, [geometry(c) for c in cfgs], col),), profs
+    return (_assemble(gpu, cfgs, [geometry(c) for c in cfgs], col),), profs
 
 
 def predict_rows(gpu, cfgs: Sequence[KernelConfig], sizes: Sequence[tuple[int, int, int]],

@@ -257,3 +257,42 @@ def test_the_busiest_sm_sets_the_time_of_a_launch_with_edge_blocks() -> None:
     cfg = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=0")
     t = predict_rows(H200, [cfg] * 2, [(36, 3584, 3584), (64, 3584, 3584)])["time_s"]
     assert t[0] > 0.9 * t[1]            # as slow as two full block rows, not the mean of a full and a near-empty one
+
+
+# --- the C stores of edge blocks (sixteenth session) -------------------------------------------------------------------
+
+VRED = KernelConfig.parse("vred")
+
+
+def test_an_edge_block_stores_only_its_elements_inside_c() -> None:
+    # rung 12's classic 128x128 tile: a warp's store of 16 bytes a lane touches 8 lines (the lanes' rows) and 8 sectors;
+    # 4-byte stores (C's rows not 16-byte aligned) four times as many. With 3 of its 128 columns inside C only the lanes
+    # holding columns 0-2 store, each element alone in its line and sector at the probe's row stride: 128 rows x 3.
+    from model.simulate import block_store_counts_partial, block_store_lines, block_store_sectors
+    bm, bn = geometry(VRED).BM, geometry(VRED).BN
+    assert block_store_counts_partial(VRED, bm, bn, False) == (block_store_lines(VRED), block_store_sectors(VRED))
+    assert block_store_counts_partial(VRED, bm, bn, True) == (block_store_lines(VRED, True),
+                                                               block_store_sectors(VRED, True))
+    assert block_store_counts_partial(VRED, bm, 3, True) == (128 * 3, 128 * 3)
+    # rows: 5 of 128 rows store 5/128 of the lines and sectors
+    lines, sectors = block_store_counts_partial(VRED, 5, bn, False)
+    assert (lines * 128, sectors * 128) == (5 * block_store_lines(VRED), 5 * block_store_sectors(VRED))
+    assert block_store_counts_partial(VRED, 0, bn, False) == (0, 0)
+
+
+def test_a_skinny_launch_charges_the_store_path_of_its_edge_blocks() -> None:
+    # At N = 3 every block of rung 12 is an edge block: the SM's store path takes 0.976 a line and 1.017 a sector
+    # of 384 4-byte stores (model.facts.STORE_PATH), not of the whole tile's 16,384 elements.
+    from model.facts import STORE_PATH
+    line, sector = STORE_PATH["sm_90"]
+    r = _evaluate(VRED, (2048, 3, 1088))
+    assert float(r["store_path_cycles"][0]) == pytest.approx(384 * (line + sector), rel=1e-9)
+    # a size whose tiles are all whole keeps the interior block's count
+    from model.simulate import block_store_lines, block_store_sectors
+    whole = _evaluate(VRED, (2048, 2048, 1088))
+    assert float(whole["store_path_cycles"][0]) == pytest.approx(
+        block_store_lines(VRED) * line + block_store_sectors(VRED) * sector, rel=1e-9)
+    # and the prediction at N = 3 (edge_val25: 31.0 us measured) is far below N = 127's, whose 127 columns all store
+    # four bytes at a time (the whole tile's 4-byte epilogue, less a column)
+    t = predict_rows(H200, [VRED] * 2, [(2112, 3, 1088), (2112, 127, 1088)])["time_s"]
+    assert t[0] < 0.6 * t[1]
