@@ -1330,6 +1330,47 @@ def block_store_counts_partial(cfg: KernelConfig, rv: int, cv: int, element: boo
     return lines, sectors
 
 
+def _bank_wavefronts(addr, active, broadcast: bool) -> np.ndarray:
+    """L1 data-stage wavefronts of each warp-level access: the most lanes on one of the 32 four-byte banks, counting
+    lanes that read the same word once (``broadcast``) or each (no broadcast)."""
+    addr = np.asarray(addr, dtype=np.int64).reshape(-1, WARP_SIZE)
+    active = np.asarray(active, dtype=bool).reshape(-1, WARP_SIZE)
+    key = np.where(active, addr if broadcast else addr * WARP_SIZE + np.arange(WARP_SIZE), -1)
+    key.sort(axis=1)
+    first = key >= 0
+    first[:, 1:] &= key[:, 1:] != key[:, :-1]
+    word = np.where(first, key if broadcast else key // WARP_SIZE, 0)
+    bank = np.where(first, word % BANKS, BANKS)
+    counts = np.stack([(bank == b).sum(axis=1) for b in range(BANKS)], axis=1)
+    return np.maximum(counts.max(axis=1), active.any(axis=1).astype(np.int64))
+
+
+@functools.lru_cache(maxsize=None)
+def copy_duplicate_wavefronts(cfg: KernelConfig, k_res: int, n_res: int, rv: int, cv: int) -> int:
+    """Data-stage wavefronts one block's 4-byte asynchronous copies (``cp.async`` of 4 bytes, ``LDGSTS``) take in one
+    iteration beyond the broadcast rule, when only ``rv`` rows and ``cv`` columns of its tile lie inside C: a kernel
+    that copies the rows of A beyond M, or the columns of B beyond N, clamped into the matrix (rungs 11, 12) makes
+    lanes read the same word, and a 4-byte copy does not broadcast it - each such lane takes a wavefront of its own
+    (Nsight Compute on the H200, ``experiments/results/h200/logs/l1break-2026-12-02``: rung 12 at 6144 x 14 x 4096 ran
+    its L1 data pipe at 75 % of its peak against 37 % at N = 16, its 16-byte copies, about 900 wavefronts more a
+    block and K tile where its 24 all-clamped and 8 part-clamped copies of B count 888 more). A's rows K words apart
+    and B's N (``k_res``, ``n_res``: their residues mod 32, as the bank a row starts in depends on)."""
+    g = geometry(cfg)
+    if not g.async_copy:
+        return 0
+    K = 64 * BANKS + int(k_res)
+    N = 64 * BANKS + int(n_res)
+    kern = _describe(cfg, 2 * g.BM, N, max(K, 4 * g.BK), resolve_plan(cfg, "source"))
+    rv, cv = min(int(rv), kern.m_tile), min(int(cv), kern.n_tile)
+    extra = 0
+    for acc in kern.globals:
+        if acc.op != "ld" or acc.width != 1:
+            continue
+        off, act = acc.fn(rv, cv, kern.k_tile)
+        extra += int((_bank_wavefronts(off, act, False) - _bank_wavefronts(off, act, True)).sum())
+    return extra
+
+
 def _block_store_counts(cfg: KernelConfig, element: bool) -> tuple[int, int]:
     """(128-byte lines, 32-byte sectors) one interior block's C stores touch, each summed over its warp-level store
     instructions, at an interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""

@@ -645,7 +645,33 @@ def _mva(s, Z, n):
     return Z + R
 
 
-def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str) -> np.ndarray:
+def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn, sms: int) -> np.ndarray:
+    """Per row: the L1 data-stage wavefronts a block's 4-byte asynchronous copies take in one iteration beyond the
+    broadcast rule, averaged over the blocks the busiest SM runs (:func:`_busiest_sm_block`): a kernel that copies
+    the rows of A beyond M or the columns of B beyond N clamped into the matrix has lanes of its edge blocks read one
+    word, and a 4-byte copy does not broadcast it (:func:`model.simulate.copy_duplicate_wavefronts`). Interior blocks,
+    and kernels whose copies are 16 bytes or zero-filled, take none."""
+    from .simulate import copy_duplicate_wavefronts
+    out = np.zeros(len(pa))
+    M, N, K, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (len(pa),)) for x in (M, N, K, gm, gn))
+    rv, cv = M - (gm - 1) * pa.BM, N - (gn - 1) * pa.BN
+    ex = np.flatnonzero((pa.copies > 0) & ((rv < pa.BM) | (cv < pa.BN)))
+    if not len(ex):
+        return out
+    _, first, code = np.unique([pa.cfg[i].key for i in ex], return_index=True, return_inverse=True)
+    rows, inv = _distinct_rows(code, K[ex] % _BANK_RESIDUES, N[ex] % _BANK_RESIDUES, rv[ex], cv[ex], gm[ex], gn[ex])
+    val = np.empty(len(rows))
+    for q, (c, kr, nr, r_, c_, m_, n_) in enumerate(rows):
+        cfg = pa.cfg[ex[first[c]]]
+        bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
+        w = np.array([[copy_duplicate_wavefronts(cfg, kr, nr, a, b)] for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))],
+                     dtype=np.float64)
+        val[q] = _busiest_sm_block(w, int(m_), int(n_), 1, sms, by=0)[0]
+    out[ex] = val[inv]
+    return out
+
+
+def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0) -> np.ndarray:
     """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
     data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
     conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, whichever is longer.
@@ -657,10 +683,10 @@ def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str) -> np.ndarray:
     rows = np.arange(len(pa))
     kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
     nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
-    data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr]
+    data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr] + extra
     c0, rate = l1_tag(arch)
     tag = c0 * pa.gld_instr + pa.l1_lines / rate
-    return np.where(pa.has_wf > 0, np.maximum(data, tag), pa.l1_lines)
+    return np.where(pa.has_wf > 0, np.maximum(data, tag), pa.l1_lines + extra)
 
 
 def _partial_blocks(pa: ProfileArrays, M, N, gm, gn, sms: int) -> ProfileArrays:
@@ -1224,7 +1250,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch)
+    copy_extra = _edge_copies(pa, M, N, K, gm, gn, r.sms)
+    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
@@ -1327,6 +1354,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold,
             "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero,
             "code_run_bytes": run_bytes, "once_cycles": once_cycles, "store_path_cycles": store_path,
+            "copy_duplicate_wavefronts": copy_extra,
             "c_stores_element": n_off & (pa.store_lines_element > pa.store_lines),
             "code_first_round_bytes": np.where(full >= 1, first_stream(bps), first_stream(np.maximum(rem, 1)))}
 
@@ -1446,9 +1474,12 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                      if prof.fetch_cycles > 0 else ""),
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]), gpu.arch)[0]) / prof.warps:.2f} global-load "
+        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]), gpu.arch, float(r.get('copy_duplicate_wavefronts', 0.0)))[0]) / prof.warps:.2f} global-load "
                f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the tag stage: ' + format(l1_tag(gpu.arch)[0], 'g') + ' cycles a load + the lines at ' + format(l1_tag(gpu.arch)[1], 'g') + ' a cycle' if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
-               f"added to the shared wavefronts (one L1TEX data stage)"),
+               f"added to the shared wavefronts (one L1TEX data stage)"
+               + (f"; of them {float(r['copy_duplicate_wavefronts']):.0f} a block-iteration are the edge blocks' 4-byte copies "
+                  f"of clamped rows or columns, a wavefront for each lane that reads a word another lane reads (no broadcast)"
+                  if float(r.get('copy_duplicate_wavefronts', 0.0)) > 0 else "")),
         "latency": (f"one warp alone: {t1:.0f} cycles per iteration at a {lg:.0f}-cycle global latency "
                     f"({'loaded: latency_scale x L2, a barrier waits for all tile loads' if prof.barriers > 0 else 'L2, or DRAM when a waited sector misses L2'}) "
                     f"({prof.latency_chain:.2f} latencies in series per iteration, "
