@@ -678,3 +678,19 @@ def test_edge_draw_refuses_a_seed_that_is_not_a_number(capsys) -> None:
     assert main(["abc"]) == 2 and main([]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err and all(line.startswith("edge_draw: ") for line in err)
+
+
+def test_dispatch_summary_counts_the_busiest_sm_and_the_start_spread() -> None:
+    # experiments.dispatch: per launch, the busiest SM's blocks against an even deal, and the start spread
+    from experiments.dispatch import summarise
+    rec = [(0, 100, 1100), (1, 120, 1120), (0, 130, 1130), (0, 400, 1400), (2, 105, 1105)]
+    s = summarise(rec, 3)
+    assert (s["blocks"], s["busiest_sm_blocks"], s["even_blocks"], s["sms_used"]) == (5, 3, 2, 3)
+    assert (s["start_spread_ns"], s["span_ns"]) == (300, 1300)
+
+
+def test_dispatch_refuses_bad_input_before_any_work(capsys) -> None:
+    from experiments.dispatch import main
+    assert main(["--iters", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dispatch: ")
