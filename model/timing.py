@@ -647,10 +647,14 @@ def _mva(s, Z, n):
 
 def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn, sms: int) -> np.ndarray:
     """Per row: the L1 data-stage wavefronts a block's 4-byte asynchronous copies take in one iteration beyond the
-    broadcast rule, averaged over the blocks the busiest SM runs (:func:`_busiest_sm_block`): a kernel that copies
-    the rows of A beyond M or the columns of B beyond N clamped into the matrix has lanes of its edge blocks read one
-    word, and a 4-byte copy does not broadcast it (:func:`model.simulate.copy_duplicate_wavefronts`). Interior blocks,
-    and kernels whose copies are 16 bytes or zero-filled, take none."""
+    broadcast rule, averaged over the launch's blocks: a kernel that copies the rows of A beyond M or the columns of
+    B beyond N clamped into the matrix has lanes of its edge blocks read one word, and a 4-byte copy does not
+    broadcast it (:func:`model.simulate.copy_duplicate_wavefronts`). Interior blocks, and kernels whose copies are 16
+    bytes or zero-filled, take none. The launch's mean, not the busiest SM's (:func:`_busiest_sm_block` deals block b
+    to SM b mod SMs, which puts every last-column block on the same few SMs when the grid's width divides the SM
+    count): the H200 deals a wave's blocks to its SMs in another order (``experiments/dispatch.py``: interleaved over
+    the GPCs' TPC pairs) and later waves to the SMs that free first, so the edge blocks spread (rung 12 at
+    1601x2689x1507, 22 block columns, one of them one column wide: 38 % too slow with the busiest SM's mean, edge_val31)."""
     from .simulate import copy_duplicate_wavefronts
     out = np.zeros(len(pa))
     M, N, K, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (len(pa),)) for x in (M, N, K, gm, gn))
@@ -666,7 +670,8 @@ def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn, sms: int) -> np.ndarray:
         bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
         w = np.array([[copy_duplicate_wavefronts(cfg, kr, nr, a, b)] for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))],
                      dtype=np.float64)
-        val[q] = _busiest_sm_block(w, int(m_), int(n_), 1, sms, by=0)[0]
+        n_cls = np.array([(m_ - 1) * (n_ - 1), n_ - 1, m_ - 1, 1], dtype=np.float64)   # blocks of each class
+        val[q] = float(n_cls @ w[:, 0]) / n_cls.sum()
     out[ex] = val[inv]
     return out
 
