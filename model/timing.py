@@ -645,7 +645,12 @@ def _mva(s, Z, n):
     return Z + R
 
 
-def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn, sms: int) -> np.ndarray:
+def _class_blocks(gm: int, gn: int) -> np.ndarray:
+    """Blocks of a gm x gn launch in each class (interior, last block row, last block column, corner)."""
+    return np.array([(gm - 1) * (gn - 1), gn - 1, gm - 1, 1], dtype=np.float64)
+
+
+def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn) -> np.ndarray:
     """Per row: the L1 data-stage wavefronts a block's 4-byte asynchronous copies take in one iteration beyond the
     broadcast rule, averaged over the launch's blocks: a kernel that copies the rows of A beyond M or the columns of
     B beyond N clamped into the matrix has lanes of its edge blocks read one word, and a 4-byte copy does not
@@ -670,7 +675,7 @@ def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn, sms: int) -> np.ndarray:
         bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
         w = np.array([[copy_duplicate_wavefronts(cfg, kr, nr, a, b)] for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))],
                      dtype=np.float64)
-        n_cls = np.array([(m_ - 1) * (n_ - 1), n_ - 1, m_ - 1, 1], dtype=np.float64)   # blocks of each class
+        n_cls = _class_blocks(int(m_), int(n_))
         val[q] = float(n_cls @ w[:, 0]) / n_cls.sum()
     out[ex] = val[inv]
     return out
@@ -764,7 +769,7 @@ def _edge_stores(pa: ProfileArrays, M, N, gm, gn, sms: int) -> tuple[ProfileArra
                            for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))], dtype=np.float64)
         sel = np.column_stack([counts[:, 0] + counts[:, 1], counts])
         ratio[q] = _busiest_sm_block(sel, int(m_), int(n_), 1, sms, by=0)[1:] / np.maximum(counts[0], 1.0)
-        n_cls = np.array([(m_ - 1) * (n_ - 1), n_ - 1, m_ - 1, 1], dtype=np.float64)   # blocks of each class
+        n_cls = _class_blocks(int(m_), int(n_))
         whole[q] = (n_cls @ counts[:, [1, 3]]) / n_cls.sum() / np.maximum(counts[0, [1, 3]], 1.0)
     ratio = ratio[inv]
     launch[ex] = whole[inv]
@@ -1255,7 +1260,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
-    copy_extra = _edge_copies(pa, M, N, K, gm, gn, r.sms)
+    copy_extra = _edge_copies(pa, M, N, K, gm, gn)
     l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)

@@ -312,8 +312,8 @@ def test_clamped_four_byte_copies_take_a_wavefront_per_lane_that_reads_a_shared_
     # the timing model adds them to the L1 data stage of the blocks that have them: at N = 14 every block does
     from model import timing
     (pa,), _ = timing._arrays_for(H200, [VRED], None)
-    extra = timing._edge_copies(pa, 6144, 14, 4096, np.array([48]), np.array([1]), 132)
+    extra = timing._edge_copies(pa, 6144, 14, 4096, np.array([48]), np.array([1]))
     assert float(extra[0]) == 888.0
-    assert float(timing._edge_copies(pa, 6144, 128, 4096, np.array([48]), np.array([1]), 132)[0]) == 0.0
+    assert float(timing._edge_copies(pa, 6144, 128, 4096, np.array([48]), np.array([1]))[0]) == 0.0
     t = predict_rows(H200, [VRED] * 2, [(6144, 14, 4096), (6144, 16, 4096)])["time_s"]
     assert t[0] > 1.05 * t[1]
