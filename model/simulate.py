@@ -1330,21 +1330,6 @@ def block_store_counts_partial(cfg: KernelConfig, rv: int, cv: int, element: boo
     return lines, sectors
 
 
-def _bank_wavefronts(addr, active, broadcast: bool) -> np.ndarray:
-    """L1 data-stage wavefronts of each warp-level access: the most lanes on one of the 32 four-byte banks, counting
-    lanes that read the same word once (``broadcast``) or each (no broadcast)."""
-    addr = np.asarray(addr, dtype=np.int64).reshape(-1, WARP_SIZE)
-    active = np.asarray(active, dtype=bool).reshape(-1, WARP_SIZE)
-    key = np.where(active, addr if broadcast else addr * WARP_SIZE + np.arange(WARP_SIZE), -1)
-    key.sort(axis=1)
-    first = key >= 0
-    first[:, 1:] &= key[:, 1:] != key[:, :-1]
-    word = np.where(first, key if broadcast else key // WARP_SIZE, 0)
-    bank = np.where(first, word % BANKS, BANKS)
-    counts = np.stack([(bank == b).sum(axis=1) for b in range(BANKS)], axis=1)
-    return np.maximum(counts.max(axis=1), active.any(axis=1).astype(np.int64))
-
-
 @functools.lru_cache(maxsize=None)
 def copy_duplicate_wavefronts(cfg: KernelConfig, k_res: int, n_res: int, rv: int, cv: int) -> int:
     """Data-stage wavefronts one block's 4-byte asynchronous copies (``cp.async`` of 4 bytes, ``LDGSTS``) take in one
@@ -1367,7 +1352,11 @@ def copy_duplicate_wavefronts(cfg: KernelConfig, k_res: int, n_res: int, rv: int
         if acc.op != "ld" or acc.width != 1:
             continue
         off, act = acc.fn(rv, cv, kern.k_tile)
-        extra += int((_bank_wavefronts(off, act, False) - _bank_wavefronts(off, act, True)).sum())
+        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
+        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
+        # each lane's own word (a multiple of the banks apart per lane: the same bank) against the broadcast's
+        own = off + BANKS * (off.max(initial=0) + 1) * np.arange(1, WARP_SIZE + 1)
+        extra += int((_distinct_per_bank_max(own, act) - _distinct_per_bank_max(off, act)).sum())
     return extra
 
 

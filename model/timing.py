@@ -650,6 +650,26 @@ def _class_blocks(gm: int, gn: int) -> np.ndarray:
     return np.array([(gm - 1) * (gn - 1), gn - 1, gm - 1, 1], dtype=np.float64)
 
 
+def _edge_rows(pa: ProfileArrays, M, N, gm, gn, take, *cols):
+    """The rows of a launch with edge blocks (a tile partly outside C) that ``take`` selects, grouped so that a
+    function of them runs once per distinct case: (their indices, the distinct cases as tuples (config, block tile
+    (BM, BN), the four classes' (valid rows, valid columns), gm, gn, then ``cols``' values), each row's case)."""
+    M, N, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (len(pa),)) for x in (M, N, gm, gn))
+    rv, cv = M - (gm - 1) * pa.BM, N - (gn - 1) * pa.BN
+    ex = np.flatnonzero(take & ((rv < pa.BM) | (cv < pa.BN)))
+    if not len(ex):
+        return ex, [], np.zeros(0, dtype=np.int64)
+    cols = [np.broadcast_to(np.asarray(c, dtype=np.int64), (len(pa),))[ex] for c in cols]
+    _, first, code = np.unique([pa.cfg[i].key for i in ex], return_index=True, return_inverse=True)
+    rows, inv = _distinct_rows(code, rv[ex], cv[ex], gm[ex], gn[ex], *cols)
+    cases = []
+    for c, r_, c_, m_, n_, *rest in rows:
+        cfg = pa.cfg[ex[first[c]]]
+        bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
+        cases.append((cfg, ((bm, bn), (r_, bn), (bm, c_), (r_, c_)), int(m_), int(n_), *rest))
+    return ex, cases, inv
+
+
 def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn) -> np.ndarray:
     """Per row: the L1 data-stage wavefronts a block's 4-byte asynchronous copies take in one iteration beyond the
     broadcast rule, averaged over the launch's blocks: a kernel that copies the rows of A beyond M or the columns of
@@ -662,21 +682,15 @@ def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn) -> np.ndarray:
     1601x2689x1507, 22 block columns, one of them one column wide: 38 % too slow with the busiest SM's mean, edge_val31)."""
     from .simulate import copy_duplicate_wavefronts
     out = np.zeros(len(pa))
-    M, N, K, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (len(pa),)) for x in (M, N, K, gm, gn))
-    rv, cv = M - (gm - 1) * pa.BM, N - (gn - 1) * pa.BN
-    ex = np.flatnonzero((pa.copies > 0) & ((rv < pa.BM) | (cv < pa.BN)))
+    ex, cases, inv = _edge_rows(pa, M, N, gm, gn, pa.copies > 0, np.asarray(K) % _BANK_RESIDUES,
+                                np.asarray(N) % _BANK_RESIDUES)
     if not len(ex):
         return out
-    _, first, code = np.unique([pa.cfg[i].key for i in ex], return_index=True, return_inverse=True)
-    rows, inv = _distinct_rows(code, K[ex] % _BANK_RESIDUES, N[ex] % _BANK_RESIDUES, rv[ex], cv[ex], gm[ex], gn[ex])
-    val = np.empty(len(rows))
-    for q, (c, kr, nr, r_, c_, m_, n_) in enumerate(rows):
-        cfg = pa.cfg[ex[first[c]]]
-        bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
-        w = np.array([[copy_duplicate_wavefronts(cfg, kr, nr, a, b)] for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))],
-                     dtype=np.float64)
-        n_cls = _class_blocks(int(m_), int(n_))
-        val[q] = float(n_cls @ w[:, 0]) / n_cls.sum()
+    val = np.empty(len(cases))
+    for q, (cfg, classes, m_, n_, kr, nr) in enumerate(cases):
+        w = np.array([copy_duplicate_wavefronts(cfg, kr, nr, a, b) for a, b in classes], dtype=np.float64)
+        n_cls = _class_blocks(m_, n_)
+        val[q] = float(n_cls @ w) / n_cls.sum()
     out[ex] = val[inv]
     return out
 
@@ -753,23 +767,17 @@ def _edge_stores(pa: ProfileArrays, M, N, gm, gn, sms: int) -> tuple[ProfileArra
     columns - 384 elements, not 16,384 (edge_val25: rung 12's split-K 16 at 2112x3x1088 measured 31 us where the
     interior block's stores gave 58.5)."""
     from .simulate import block_store_counts_partial
-    M, N, gm, gn = (np.broadcast_to(np.asarray(x, dtype=np.int64), (len(pa),)) for x in (M, N, gm, gn))
-    rv, cv = M - (gm - 1) * pa.BM, N - (gn - 1) * pa.BN
     launch = np.ones((len(pa), 2))
-    ex = np.flatnonzero((pa.exits[:, 0] == 0) & ((rv < pa.BM) | (cv < pa.BN)))
+    ex, cases, inv = _edge_rows(pa, M, N, gm, gn, pa.exits[:, 0] == 0)
     if not len(ex):
         return pa, launch
-    _, first, code = np.unique([pa.cfg[i].key for i in ex], return_index=True, return_inverse=True)
-    rows, inv = _distinct_rows(code, rv[ex], cv[ex], gm[ex], gn[ex])
-    ratio, whole = np.empty((len(rows), 4)), np.empty((len(rows), 2))
-    for q, (c, r_, c_, m_, n_) in enumerate(rows):
-        cfg = pa.cfg[ex[first[c]]]
-        bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
+    ratio, whole = np.empty((len(cases), 4)), np.empty((len(cases), 2))
+    for q, (cfg, classes, m_, n_) in enumerate(cases):
         counts = np.array([[*block_store_counts_partial(cfg, a, b, False), *block_store_counts_partial(cfg, a, b, True)]
-                           for a, b in ((bm, bn), (r_, bn), (bm, c_), (r_, c_))], dtype=np.float64)
+                           for a, b in classes], dtype=np.float64)
         sel = np.column_stack([counts[:, 0] + counts[:, 1], counts])
-        ratio[q] = _busiest_sm_block(sel, int(m_), int(n_), 1, sms, by=0)[1:] / np.maximum(counts[0], 1.0)
-        n_cls = _class_blocks(int(m_), int(n_))
+        ratio[q] = _busiest_sm_block(sel, m_, n_, 1, sms, by=0)[1:] / np.maximum(counts[0], 1.0)
+        n_cls = _class_blocks(m_, n_)
         whole[q] = (n_cls @ counts[:, [1, 3]]) / n_cls.sum() / np.maximum(counts[0, [1, 3]], 1.0)
     ratio = ratio[inv]
     launch[ex] = whole[inv]
