@@ -3,15 +3,17 @@ apart, every load a hit.
 
     python -m experiments.l1_pairs [--out FILE.json] [--iters 200]
 
-The kernel of :mod:`experiments.l1_lines` in its hit mode: ``32 / G`` rows a load (``G`` = 16: 2 rows; 8: 4 rows),
-one word a row, rows ``ROW = 32 D`` words apart (``D`` lines, the word at the same place in each line); the loop's
+The kernel of :mod:`experiments.l1_lines` in its hit mode: ``32 / G`` rows a load (``G`` = 16: 2 rows; 8: 4 rows; 4: 8 rows),
+one word a row, rows ``ROW = 32 D + 1`` words apart (``D`` lines and a word: each row's word in a bank of its own); the loop's
 16 loads start one line apart (load ``s`` reads lines ``s + r D``), the same lines every iteration. One block per SM
 of 8, 16 or 32 warps, ``clock64`` around the loop, the median over the blocks per warp-load.
 
 Why (``experiments/results/h200/l1_stride-2026-12-02.json``, ``logs/kscan32-2026-12-02/``): an uncoalesced load of
 8-32 lines that all hit costs the L1 3.0-4.3 cycles (8 lines) and 9.2-13.4 (32 lines) depending only on how far apart
 its lines lie; no bank rule on the line address tried explains it. A load of two lines whose cost rises at some ``D``
-names the address differences the tag stage cannot look up together. JSON, schema ``gemmscope.l1_pairs``, version 1,
+names the address differences the tag stage cannot look up together. (A first run with the rows 32 D words apart,
+every row's word in one bank, measured the data stage instead: one cycle a line at every D,
+``experiments/results/h200/l1_pairs-2026-12-02.json``.) JSON, schema ``gemmscope.l1_pairs``, version 1,
 raw cycles kept. Needs a GPU and CuPy.
 """
 from __future__ import annotations
@@ -20,21 +22,22 @@ from . import kernelbench
 from .kernelbench import device_sms, result
 from .l1_lines import SRC, STEPS, _row, _span
 
-PAIRS = tuple(range(1, 161))          # D for 2 lines a load
-QUADS = tuple(range(1, 33))           # D for 4 lines a load
+PAIRS = tuple(range(1, 129))          # D for 2 lines a load
+QUADS = tuple(range(1, 65))           # D for 4 lines a load
+OCTETS = tuple(range(1, 65))          # D for 8 lines a load
 
 
 def run(iters: int = 200, log=print) -> dict:
     import cupy as cp
     sms = device_sms()
-    n = 32 * (STEPS + 4 * max(max(PAIRS), max(QUADS))) + 64
+    n = 32 * (STEPS + 8 * max(max(PAIRS), max(QUADS), max(OCTETS)) + 8) + 64
     src = cp.arange(n, dtype=cp.float32)
     out = cp.zeros(sms * 1024, dtype=cp.float32)
     cyc = cp.zeros(sms, dtype=cp.int64)
     rows = []
-    for g, ds in ((16, PAIRS), (8, QUADS)):
+    for g, ds in ((16, PAIRS), (8, QUADS), (4, OCTETS)):
         for dl in ds:
-            row = 32 * dl
+            row = 32 * dl + 1
             opts = (f"-DG={g}", "-DC=0", f"-DROW={row}", "-DWSTRIDE=0", "-DADV=0", "-DSTEP=32", f"-DSTEPS={STEPS}")
             lines, sectors = _span(g, 0, row)
             fn = cp.RawModule(code=SRC, options=opts).get_function("l1_lines")

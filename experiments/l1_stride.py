@@ -16,9 +16,13 @@ lines; the naive kernel's A at K = ROW) and 1031 (the stride ``model.facts.L1_TA
 Why (``experiments/results/h200/logs/kscan32-2026-12-02/``): the uncoalesced naive kernel's cycles per k step at
 1536x1536 vary by up to 27 % with K between 449 and 479 at the same lines, sectors and banks per load; if the ``hit``
 mode shows it, the cost is in the tag stage's handling of the lines' addresses; if only ``stream`` does, in the misses.
-JSON, schema ``gemmscope.l1_stride``, version 1, raw cycles kept. Needs a GPU and CuPy.
+JSON, schema ``gemmscope.l1_stride``, version 1, raw cycles kept. Needs a GPU and CuPy. For a profiler run the
+environment variables ``L1_STRIDE_ROWS`` (strides, comma-separated), ``L1_STRIDE_MODES`` and ``L1_STRIDE_G`` restrict
+what runs.
 """
 from __future__ import annotations
+
+import os
 
 from . import kernelbench
 from .kernelbench import device_sms, result
@@ -37,9 +41,10 @@ def run(iters: int = 200, log=print) -> dict:
     out = cp.zeros(sms * 1024, dtype=cp.float32)
     cyc = cp.zeros(sms, dtype=cp.int64)
     rows = []
-    for mode in ("hit", "stream"):
-        for g in LANES_PER_ROW:
-            for row in ROWS:
+    only = {k: tuple(x for x in os.environ.get(f"L1_STRIDE_{k}", "").split(",") if x) for k in ("ROWS", "MODES", "G")}
+    for mode in only["MODES"] or ("hit", "stream"):
+        for g in tuple(map(int, only["G"])) or LANES_PER_ROW:
+            for row in tuple(map(int, only["ROWS"])) or ROWS:
                 adv, step = (0, span) if mode == "hit" else (1, 1)
                 opts = (f"-DG={g}", "-DC=0", f"-DROW={row}", "-DWSTRIDE=0", f"-DADV={adv}", f"-DSTEP={step}",
                         f"-DSTEPS={STEPS}")
