@@ -5,7 +5,7 @@ OUT=${OUT:-$PWD/device-out}
 [ "${PAIRS:-0}" = 1 ] || python3 -m experiments.l1_stride --out "$OUT/l1_stride.json" > "$OUT/l1_stride.log" 2>&1
 [ "${PAIRS:-0}" = 1 ] || { echo "exit $?"; tail -n 3 "$OUT/l1_stride.log"; }
 if [ "${PAIRS:-0}" = 1 ]; then
-  python3 -m experiments.l1_pairs --out "$OUT/l1_pairs.json" > "$OUT/l1_pairs.log" 2>&1
+  [ "${BITS:-0}" = 1 ] && { BITS=1 python3 -m experiments.l1_pairs --out "$OUT/l1_pairs_bits.json" > "$OUT/l1_pairs_bits.log" 2>&1; echo "bits exit $?"; } || python3 -m experiments.l1_pairs --out "$OUT/l1_pairs.json" > "$OUT/l1_pairs.log" 2>&1
   echo "pairs exit $?"; tail -n 2 "$OUT/l1_pairs.log"
 fi
 if [ "${NCU_STRIDE:-0}" = 1 ]; then     # L1 hit rate and tag-stage counters of the all-hit 8-row loads at five strides

@@ -14,9 +14,12 @@ its lines lie; no bank rule on the line address tried explains it. A load of two
 names the address differences the tag stage cannot look up together. (A first run with the rows 32 D words apart,
 every row's word in one bank, measured the data stage instead: one cycle a line at every D,
 ``experiments/results/h200/l1_pairs-2026-12-02.json``.) JSON, schema ``gemmscope.l1_pairs``, version 1,
-raw cycles kept. Needs a GPU and CuPy.
+raw cycles kept, with the buffer's device address (``base_address``). ``BITS=1`` in the environment measures
+2-line loads ``D`` = one or two powers of two (up to 2^17) lines apart instead. Needs a GPU and CuPy.
 """
 from __future__ import annotations
+
+import os
 
 from . import kernelbench
 from .kernelbench import device_sms, result
@@ -25,17 +28,21 @@ from .l1_lines import SRC, STEPS, _row, _span
 PAIRS = tuple(range(1, 129))          # D for 2 lines a load
 QUADS = tuple(range(1, 65))           # D for 4 lines a load
 OCTETS = tuple(range(1, 65))          # D for 8 lines a load
+# With BITS=1 in the environment: 2 lines a load, D one or two powers of two up to 2^17 lines (the hash's higher bits)
+BIT_PAIRS = tuple(sorted({1 << k for k in range(18)} | {(1 << j) + (1 << k) for j in range(18) for k in range(j + 1, 18)}))
 
 
 def run(iters: int = 200, log=print) -> dict:
     import cupy as cp
     sms = device_sms()
-    n = 32 * (STEPS + 8 * max(max(PAIRS), max(QUADS), max(OCTETS)) + 8) + 64
+    sets = ((16, BIT_PAIRS),) if os.environ.get("BITS") == "1" else ((16, PAIRS), (8, QUADS), (4, OCTETS))
+    n = 32 * (STEPS + max((32 // g) * max(ds) for g, ds in sets) + 8) + 64
     src = cp.arange(n, dtype=cp.float32)
     out = cp.zeros(sms * 1024, dtype=cp.float32)
     cyc = cp.zeros(sms, dtype=cp.int64)
     rows = []
-    for g, ds in ((16, PAIRS), (8, QUADS), (4, OCTETS)):
+    base = int(src.data.ptr)
+    for g, ds in sets:
         for dl in ds:
             row = 32 * dl + 1
             opts = (f"-DG={g}", "-DC=0", f"-DROW={row}", "-DWSTRIDE=0", "-DADV=0", "-DSTEP=32", f"-DSTEPS={STEPS}")
@@ -43,7 +50,8 @@ def run(iters: int = 200, log=print) -> dict:
             fn = cp.RawModule(code=SRC, options=opts).get_function("l1_lines")
             rows += _row(fn, cp, src, out, cyc, sms, iters,
                          {"mode": "hit", "pattern": f"rows{32 // g}_d{dl}", "lanes_per_row": g, "consecutive": 0,
-                          "row_words": row, "lines_apart": dl, "lines": lines, "sectors": sectors}, log)
+                          "row_words": row, "lines_apart": dl, "lines": lines, "sectors": sectors,
+                          "base_address": base}, log)
     return result("gemmscope.l1_pairs", rows)
 
 
