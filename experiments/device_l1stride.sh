@@ -15,3 +15,9 @@ if [ "${NCU_STRIDE:-0}" = 1 ]; then     # L1 hit rate and tag-stage counters of 
       --csv --print-units base -k regex:l1_lines python3 -m experiments.l1_stride > "$OUT/ncu_stride.csv" 2> "$OUT/ncu_stride.err"
   echo "ncu exit $?"
 fi
+if [ "${STEP_SCAN:-0}" = 1 ]; then     # all-hit loads at every stride 447..480, the 16 loads 2^20 words (2^15 lines) apart
+  R=$(seq -s, 447 480)
+  L1_STRIDE_MODES=hit L1_STRIDE_ROWS=$R L1_STRIDE_STEP=1048576 python3 -m experiments.l1_stride \
+      --out "$OUT/l1_stride_step.json" > "$OUT/l1_stride_step.log" 2>&1
+  echo "step scan exit $?"; tail -n 2 "$OUT/l1_stride_step.log"
+fi

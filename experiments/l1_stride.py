@@ -18,7 +18,8 @@ Why (``experiments/results/h200/logs/kscan32-2026-12-02/``): the uncoalesced nai
 mode shows it, the cost is in the tag stage's handling of the lines' addresses; if only ``stream`` does, in the misses.
 JSON, schema ``gemmscope.l1_stride``, version 1, raw cycles kept. Needs a GPU and CuPy. For a profiler run the
 environment variables ``L1_STRIDE_ROWS`` (strides, comma-separated), ``L1_STRIDE_MODES`` and ``L1_STRIDE_G`` restrict
-what runs.
+what runs; ``L1_STRIDE_STEP`` sets the words between the hit mode's 16 loads (default: the pattern's span, 15,360).
+Every row records the buffer's device address (``base_address``).
 """
 from __future__ import annotations
 
@@ -35,8 +36,9 @@ LANES_PER_ROW = (1, 2, 4)        # 32, 16, 8 rows a load
 def run(iters: int = 200, log=print) -> dict:
     import cupy as cp
     sms = device_sms()
-    span = 32 * max(ROWS) + 32
-    n = 16 * span + 32 * max(ROWS) + iters * STEPS + 64
+    rows_run = tuple(map(int, [x for x in os.environ.get("L1_STRIDE_ROWS", "").split(",") if x])) or ROWS
+    span = int(os.environ.get("L1_STRIDE_STEP", 0)) or 32 * max(ROWS) + 32
+    n = 16 * span + 32 * max(rows_run) + iters * STEPS + 64
     src = cp.arange(n, dtype=cp.float32)
     out = cp.zeros(sms * 1024, dtype=cp.float32)
     cyc = cp.zeros(sms, dtype=cp.int64)
@@ -44,7 +46,7 @@ def run(iters: int = 200, log=print) -> dict:
     only = {k: tuple(x for x in os.environ.get(f"L1_STRIDE_{k}", "").split(",") if x) for k in ("ROWS", "MODES", "G")}
     for mode in only["MODES"] or ("hit", "stream"):
         for g in tuple(map(int, only["G"])) or LANES_PER_ROW:
-            for row in tuple(map(int, only["ROWS"])) or ROWS:
+            for row in rows_run:
                 adv, step = (0, span) if mode == "hit" else (1, 1)
                 opts = (f"-DG={g}", "-DC=0", f"-DROW={row}", "-DWSTRIDE=0", f"-DADV={adv}", f"-DSTEP={step}",
                         f"-DSTEPS={STEPS}")
@@ -52,7 +54,8 @@ def run(iters: int = 200, log=print) -> dict:
                 fn = cp.RawModule(code=SRC, options=opts).get_function("l1_lines")
                 rows += _row(fn, cp, src, out, cyc, sms, iters,
                              {"mode": mode, "pattern": f"unc{32 // g}_row{row}", "lanes_per_row": g, "consecutive": 0,
-                              "row_words": row, "advance_words": adv, "lines": lines, "sectors": sectors}, log)
+                              "row_words": row, "advance_words": adv, "step_words": step, "lines": lines,
+                              "sectors": sectors, "base_address": int(src.data.ptr)}, log)
     return result("gemmscope.l1_stride", rows)
 
 
