@@ -138,6 +138,21 @@ benchmark)."""
 
 
 
+L1_TAG_BANKS = {"sm_90": (1, 2, 1, 2, 3, 1, 2, 3, 2, 1, 2, 1, 3, 1, 3, 2, 1, 3)}
+"""The L1 tag stage's banks per architecture: four banks, each looking up one 128-byte line a cycle; a line's bank is
+the XOR of ``columns[i]`` over the set bits ``i`` of its index (byte address / 128), bits 0-17. A warp's load of
+4-byte words costs the tag stage at least the most distinct lines it looks up in one bank
+(:func:`model.simulate.tag_bank_max`; :func:`model.timing._l1_wavefronts` takes the longer of that and the per-line
+rule :data:`L1_TAG`, which was measured at one stride, and the data stage's wavefronts). Measured on the H200
+(2026-12-02, one block of 8-32 warps per SM, every load a hit): ``experiments/l1_pairs.py`` - 427 loads of 2, 4 and 8
+lines 1-160 lines apart and one or two powers of two up to 2^17 lines apart
+(``experiments/results/h200/l1_pairs2-2026-12-02.json``, ``l1_pairs_bits-2026-12-02.json``) - gives the columns, every
+load within 0.005 cycles; ``experiments/l1_stride.py`` checks them on 33 + 102 other loads (8, 16 and 32 rows 447-1031
+words apart, ``l1_stride_rerun-...``, ``l1_stride_step-...``: within 0.01 cycles on average with the buffer's address
+known; Nsight Compute's ``l1tex__t_output_wavefronts`` per request equals the cycles). At K = 449 a column walk of 32
+rows costs 13-15 cycles a load, at 455 9-12. Other architectures: not measured (:data:`L1_TAG`'s rule alone)."""
+
+
 @dataclass(frozen=True)
 class Facts:
     """What the compiler made of one config for one architecture."""

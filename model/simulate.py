@@ -1382,3 +1382,157 @@ def block_store_lines(cfg: KernelConfig, element: bool = False) -> int:
     16-byte stores fall back to four 4-byte ones each (rungs 05-12's ``cVec``), each touching the lines
     its word does."""
     return _block_store_counts(cfg, element)[0]
+
+
+# ==================================================================================================
+# The L1 tag stage's banks
+# ==================================================================================================
+
+
+def tag_banks(lines: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
+    """The L1 tag bank of each 128-byte line index: the XOR of ``columns[i]`` over the index's set bits ``i``
+    (:data:`model.facts.L1_TAG_BANKS`, four banks numbered 0-3)."""
+    lines = np.asarray(lines, dtype=np.int64)
+    out = np.zeros_like(lines)
+    for i, c in enumerate(columns):
+        if c:
+            out ^= ((lines >> i) & 1) * c
+    return out
+
+
+def tag_bank_max(addr, active, columns: tuple[int, ...]) -> np.ndarray:
+    """Per warp-level global load (rows of ``addr``: absolute word addresses, ``active``: lanes), the most distinct
+    128-byte lines it looks up in one L1 tag bank: the tag stage looks up one line a bank a cycle, so this is the
+    load's cycles there (at least one for an active load)."""
+    addr = np.asarray(addr, dtype=np.int64).reshape(-1, WARP_SIZE)
+    active = np.asarray(active, dtype=bool).reshape(-1, WARP_SIZE)
+    lines = np.where(active, addr // (4 * SECTOR_WORDS), -1)
+    lines.sort(axis=1)
+    new = lines >= 0
+    new[:, 1:] &= lines[:, 1:] != lines[:, :-1]
+    bank = tag_banks(np.maximum(lines, 0), columns)
+    counts = np.stack([(new & (bank == b)).sum(axis=1) for b in range(4)], axis=1)
+    return counts.max(axis=1)
+
+
+_TAG_SAMPLE_TILES = 8      # block rows / columns sampled
+_TAG_SAMPLE_K = 32         # K tiles sampled (a naive block's k steps: every line phase of a row of A)
+
+
+def _probe_describe(cfg: KernelConfig, K: int | None = None, N: int | None = None) -> _Kernel:
+    g = geometry(cfg)
+    return _describe(cfg, 2 * g.BM, N or 2 * g.BN, K or max(64, 4 * g.BK), resolve_plan(cfg, "source"))
+
+
+@functools.lru_cache(maxsize=None)
+def _tag_operand(cfg: KernelConfig, matrix: str, ld: int, tiles: int, k_tiles: int,
+                 columns: tuple[int, ...]) -> float:
+    """Tag-bank cycles of one interior block's 4-byte loads of ``matrix`` (the steady path's: active at the probe
+    size) in one K tile, its leading dimension ``ld`` (A: K, B: N), averaged over ``tiles`` block rows (A) or columns
+    (B) and ``k_tiles`` K tiles; see :func:`tag_bank_cycles`."""
+    kern = _probe_describe(cfg, K=ld) if matrix == "A" else _probe_describe(cfg, N=ld)
+    probe = _probe_describe(cfg)
+    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    cm, cn, ck = _coefs(0, ld if matrix == "B" else 1, ld if matrix == "A" else 1)[matrix]
+    blocks = np.arange(tiles) * (kern.m_tile if matrix == "A" else kern.n_tile)
+    ks = np.arange(k_tiles) * kern.k_tile
+    origins = ((cm if matrix == "A" else cn) * blocks[:, None] + ck * ks[None, :]).ravel()
+    total = 0.0
+    for acc, pacc in zip(kern.globals, probe.globals):
+        if acc.op != "ld" or acc.per != "tile" or acc.matrix != matrix or acc.width != 1:
+            continue
+        if not np.asarray(pacc.fn(*full)[1]).any():
+            continue                    # not the steady path's (an element path: the per-line rule, as before)
+        off, act = acc.fn(*full)
+        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
+        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
+        addr = origins[:, None, None] + off[None, :, :]
+        per = tag_bank_max(addr.reshape(-1, WARP_SIZE), np.broadcast_to(act, addr.shape).reshape(-1, WARP_SIZE),
+                           columns)
+        total += float(per.reshape(len(origins), -1).sum(axis=1).mean())
+    return total
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_narrow(cfg: KernelConfig, matrix: str) -> tuple[float, float]:
+    """(warp-level requests, 128-byte lines) per interior block and K tile of the steady path's 4-byte loads of
+    ``matrix`` at the probe size."""
+    probe = _probe_describe(cfg)
+    full = (probe.m_tile, probe.n_tile, probe.k_tile)
+    req = lines = 0.0
+    for acc in probe.globals:
+        if acc.op != "ld" or acc.per != "tile" or acc.matrix != matrix or acc.width != 1:
+            continue
+        off, act = acc.fn(*full)
+        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
+        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
+        if not act.any():
+            continue
+        r_, _ = global_requests_sectors(off, act)
+        req += float(r_.sum())
+        lines += float(global_lines(off, act).sum())
+    return req, lines
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_lines(cfg: KernelConfig) -> float:
+    """128-byte lines of one interior block's global loads in one K tile at the probe size (the profile's
+    ``l1_lines``)."""
+    probe = _probe_describe(cfg)
+    full = (probe.m_tile, probe.n_tile, probe.k_tile)
+    total = 0.0
+    for acc in probe.globals:
+        if acc.op == "ld" and acc.per == "tile":
+            off, act = acc.fn(*full)
+            total += float(global_lines(np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE),
+                                        np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)).sum())
+    return total
+
+
+@functools.lru_cache(maxsize=None)
+def _tag_rest(cfg: KernelConfig) -> tuple[float, float]:
+    """(warp-level requests, 128-byte lines) per interior block and K tile of the loads :func:`_tag_operand` leaves
+    to the per-line rule: the probe's loads wider than 4 bytes."""
+    probe = _probe_describe(cfg)
+    full = (probe.m_tile, probe.n_tile, probe.k_tile)
+    req = lines = 0.0
+    for acc in probe.globals:
+        if acc.op != "ld" or acc.per != "tile" or acc.width == 1:
+            continue
+        off, act = acc.fn(*full)
+        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
+        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
+        r_, _ = global_requests_sectors(off, act)
+        req += float(r_.sum())
+        lines += float(global_lines(off, act).sum())
+    return req, lines
+
+
+TAG_REFERENCE_LD = 1031
+"""The leading dimension (words) of the loads ``experiments/l1_lines.py`` measured the per-line rule on
+(:data:`model.facts.L1_TAG`): rows 32.2 lines apart."""
+
+
+def tag_bank_cycles(cfg: KernelConfig, K: int, N: int, gm: int, gn: int,
+                    columns: tuple[int, ...]) -> list[tuple[float, float, float, float]]:
+    """How the L1 tag banks change the cost of one interior block's 4-byte global loads with the leading dimensions:
+    per operand (A, B), ``(cycles at K / N, cycles at the reference 1031, requests, lines)`` - the cycles the most
+    distinct lines a load looks up in one tag bank (:func:`tag_bank_max`), summed over the block's loads of its steady
+    path in one K tile (k step, for the naive kernel), averaged over the first ``min(gm, 8)`` block rows (A),
+    ``min(gn, 8)`` block columns (B) and 32 K tiles, with absolute addresses (A's tile origin ``m0 K + k0``, B's
+    ``k0 N + n0``, the matrices aligned); requests and lines at the profile's probe size. The per-line rule
+    (:data:`model.facts.L1_TAG`) was measured on streaming loads at rows 1031 words apart; the timing model scales each
+    operand's share of it by the ratio of the first two numbers (:func:`model.timing._l1_wavefronts`). Why: the
+    uncoalesced naive kernel's k step costs up to 27 % more at K = 449 than at 479 with the same lines, sectors and
+    banks (kscan32, ``experiments/l1_pairs.py``)."""
+    probe = _probe_describe(cfg)
+    kt = max(-(-K // probe.k_tile), 1)
+    out = []
+    for matrix, ld, tiles, k_tiles in (("A", int(K), min(int(gm), _TAG_SAMPLE_TILES), min(kt, _TAG_SAMPLE_K)),
+                                       ("B", int(N), min(int(gn), _TAG_SAMPLE_TILES), _TAG_SAMPLE_K)):
+        req, lines = _probe_narrow(cfg, matrix)
+        if not req:
+            continue
+        out.append((_tag_operand(cfg, matrix, ld, tiles, k_tiles, columns),
+                    _tag_operand(cfg, matrix, TAG_REFERENCE_LD, tiles, k_tiles, columns), req, lines))
+    return out

@@ -214,7 +214,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError
-from .facts import CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG, L2_REDUCTION_RAMP, STORE_PATH
+from .facts import (CODE_CACHE, DRAM_FETCH_BYTES, FFMA_DISPATCH_CYCLES, INSTRUCTION_FETCH, L1_TAG, L1_TAG_BANKS,
+                    L2_REDUCTION_RAMP, STORE_PATH)
 from .occupancy import blocks_per_sm_array, occupancy
 from .registry import BYTES_PER_ELEMENT, KernelConfig, geometry, min_registers, validate, validate_size
 from .roofline import Prediction, Roof
@@ -695,7 +696,7 @@ def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn) -> np.ndarray:
     return out
 
 
-def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0) -> np.ndarray:
+def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0, M=None) -> np.ndarray:
     """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
     data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
     conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, whichever is longer.
@@ -703,13 +704,46 @@ def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0) -> np.ndarray:
     ``experiments/l1_lines.py``: a load whose lanes walk 32 rows of A costs 10.5 cycles, 1 line 1 cycle), at least
     one (the load/store pipe's floor, :func:`_round_cycles`); over a block's loads ``c0 loads + lines / rate`` (the
     sum over loads where the loads of an iteration touch similar numbers of lines, as they do). Where the data stage is not known per
-    residue, one line a cycle (the data stage of a line-per-wavefront access)."""
+    residue, one line a cycle (the data stage of a line-per-wavefront access).
+
+    With ``M`` and an architecture whose tag banks are known (:data:`model.facts.L1_TAG_BANKS`: sm_90), each operand's
+    4-byte loads take at least the lines each looks up in its busiest tag bank at this size's leading dimensions
+    (:func:`model.simulate.tag_bank_cycles`): the per-line rule was measured on streaming loads at one stride (rows
+    1031 words apart); at another stride the same lines can crowd fewer banks (the naive kernel's column walk of 32
+    rows at K = 449: 13-15 cycles a load against 10.5; kscan32: up to 27 % slower than at K = 479)."""
     rows = np.arange(len(pa))
     kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
     nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
     data = pa.gld_wf[rows, 0, kr] + pa.gld_wf[rows, 1, nr] + extra
     c0, rate = l1_tag(arch)
     tag = c0 * pa.gld_instr + pa.l1_lines / rate
+    cols = L1_TAG_BANKS.get(arch)
+    if cols is not None and M is not None:
+        from .simulate import _probe_lines, tag_bank_cycles
+        # 4-byte loads: the lines each looks up in its busiest tag bank at this size's leading dimensions
+        # (model.facts.L1_TAG_BANKS) against the stride the per-line rule was measured at; wider loads keep the rule
+        K_, N_, M_ = (np.broadcast_to(np.asarray(x, dtype=np.int64), rows.shape) for x in (K, N, M))
+        cfg_ids: dict = {}
+        cid = np.array([cfg_ids.setdefault(c, len(cfg_ids)) if c is not None else -1 for c in pa.cfg], dtype=np.int64)
+        cfg_of = {i: c for c, i in cfg_ids.items()}
+        gm = np.minimum(-(-M_ // pa.BM), 8)
+        gn = np.minimum(-(-N_ // pa.BN), 8)
+        keys, inv = _distinct_rows(cid, K_, N_, gm, gn)
+        vals = []
+        for ci, k, n, a, b in keys:
+            if ci < 0:
+                vals.append(np.nan)
+                continue
+            # each operand's 4-byte loads take the longer of the per-line rule (streaming loads at the stride it was
+            # measured at) and their busiest tag banks at this leading dimension: the banks are a floor
+            vals.append(sum(max(at - (c0 * req + lines / rate), 0.0)
+                            for at, _, req, lines in tag_bank_cycles(cfg_of[ci], k, n, a, b, cols)))
+        delta = np.asarray(vals, dtype=np.float64)[inv]
+        # an interior block's; the naive kernel's blocks at C's edges run fewer lanes (_partial_blocks): their share
+        # of the interior block's lines
+        share = pa.l1_lines / np.maximum(np.asarray([_probe_lines(c) if c is not None else 1.0 for c in pa.cfg]), 1.0)
+        delta = delta * np.where(pa.exits[:, 0] > 0, share, 1.0)
+        tag = np.where(np.isnan(delta), tag, tag + delta)
     return np.where(pa.has_wf > 0, np.maximum(data, tag), pa.l1_lines + extra)
 
 
@@ -1269,7 +1303,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     copy_extra = _edge_copies(pa, M, N, K, gm, gn)
-    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra)
+    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra, M)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
@@ -1492,8 +1526,8 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                      if prof.fetch_cycles > 0 else ""),
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]), gpu.arch, float(r.get('copy_duplicate_wavefronts', 0.0)))[0]) / prof.warps:.2f} global-load "
-               f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the tag stage: ' + format(l1_tag(gpu.arch)[0], 'g') + ' cycles a load + the lines at ' + format(l1_tag(gpu.arch)[1], 'g') + ' a cycle' if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
+        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]), gpu.arch, float(r.get('copy_duplicate_wavefronts', 0.0)), np.array([M]))[0]) / prof.warps:.2f} global-load "
+               f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the tag stage: ' + format(l1_tag(gpu.arch)[0], 'g') + ' cycles a load + the lines at ' + format(l1_tag(gpu.arch)[1], 'g') + ' a cycle' + (', at least the lines a 4-byte load looks up in its busiest tag bank' if gpu.arch in L1_TAG_BANKS else '') if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
                f"added to the shared wavefronts (one L1TEX data stage)"
                + (f"; of them {float(r['copy_duplicate_wavefronts']):.0f} a block-iteration are the edge blocks' 4-byte copies "
                   f"of clamped rows or columns, a wavefront for each lane that reads a word another lane reads (no broadcast)"

@@ -561,14 +561,19 @@ def test_the_l1_tag_stage_charges_each_load_beside_its_lines() -> None:
     assert float(mt._l1_wavefronts(pa, np.array([2047]), np.array([2047]), "sm_86")[0]) / warps \
         == pytest.approx(33 / 3.0, rel=0.02)
     # and the uncoalesced kernel at an odd K is slower with the per-load term than without it
-    real = dict(L1_TAG)
+    # (the tag banks' floor, model.facts.L1_TAG_BANKS, set aside: at 3001 it binds under either rule)
+    from model.facts import L1_TAG_BANKS
+    real, banks = dict(L1_TAG), dict(L1_TAG_BANKS)
     try:
+        L1_TAG_BANKS.clear()
+        with_c0 = predict(H200, unc, 3001, 3001, 3001).time_s
         L1_TAG["sm_90"] = (0.0, 3.0)
         before = predict(H200, unc, 3001, 3001, 3001).time_s
     finally:
         L1_TAG.clear()
         L1_TAG.update(real)
-    assert predict(H200, unc, 3001, 3001, 3001).time_s > 1.05 * before
+        L1_TAG_BANKS.update(banks)
+    assert with_c0 > 1.05 * before
 
 
 def test_vector_reductions_fall_back_to_four_scalar_ones_at_an_unaligned_n() -> None:
@@ -637,3 +642,27 @@ def test_c_stored_four_bytes_at_a_time_where_its_rows_are_not_16_byte_aligned() 
     assert ratio > 1.3
     flat = predict(h200, reg2d, 123, 397, 64).time_s / predict(h200, reg2d, 123, 400, 64).time_s
     assert flat < 1.1
+
+
+def test_the_busiest_l1_tag_bank_is_a_floor_under_a_column_walk() -> None:
+    # model.facts.L1_TAG_BANKS: the uncoalesced naive kernel's column walk of 32 rows K words apart puts its lines in
+    # the H200's four tag banks by the hash of their addresses: at K = 449 (rows 14.03 lines apart) they crowd two
+    # banks, at 479 (14.97) they spread. The model's k step is the longer of the per-line rule and the busiest bank,
+    # so 449 costs more than 479 (kscan32 measured 14.8 and 12.0 cycles a warp and k step), while a kernel whose
+    # loads are one line each, and an architecture without a measured hash, are the same at both
+    import model.timing as mt
+    unc = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=0")
+    coal = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
+
+    def per_k(cfg, K, gpu=H200):
+        return predict(gpu, cfg, 1536, 1536, K).time_s / K
+
+    assert per_k(unc, 449) > 1.15 * per_k(unc, 479)
+    assert per_k(coal, 449) == pytest.approx(per_k(coal, 479), rel=0.02)
+    a6000 = load_gpu("rtxa6000")
+    assert per_k(unc, 449, a6000) == pytest.approx(per_k(unc, 479, a6000), rel=0.03)
+    pa = _arrays_for(H200, [unc], [None])[0][0]
+    w = float(pa.warps[0])
+    floor = float(mt._l1_wavefronts(pa, np.array([449]), np.array([1536]), "sm_90", 0.0, np.array([1536]))[0]) / w
+    rule = float(mt._l1_wavefronts(pa, np.array([449]), np.array([1536]), "sm_90")[0]) / w
+    assert floor > rule + 2.0                    # 13-15 cycles for A's 32 lines against the rule's 10.5
