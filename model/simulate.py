@@ -1389,15 +1389,22 @@ def block_store_lines(cfg: KernelConfig, element: bool = False) -> int:
 # ==================================================================================================
 
 
-def tag_banks(lines: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
-    """The L1 tag bank of each 128-byte line index: the XOR of ``columns[i]`` over the index's set bits ``i``
-    (:data:`model.facts.L1_TAG_BANKS`, four banks numbered 0-3)."""
-    lines = np.asarray(lines, dtype=np.int64)
-    out = np.zeros_like(lines)
+@functools.lru_cache(maxsize=8)
+def _bank_table(columns: tuple[int, ...]) -> np.ndarray:
+    """The bank of every line index below 2^len(columns) (the hash of :func:`tag_banks` as a lookup table)."""
+    idx = np.arange(1 << len(columns), dtype=np.int64)
+    out = np.zeros_like(idx)
     for i, c in enumerate(columns):
         if c:
-            out ^= ((lines >> i) & 1) * c
-    return out
+            out ^= ((idx >> i) & 1) * c
+    return out.astype(np.int8)
+
+
+def tag_banks(lines: np.ndarray, columns: tuple[int, ...]) -> np.ndarray:
+    """The L1 tag bank of each 128-byte line index: the XOR of ``columns[i]`` over the index's set bits ``i``
+    (:data:`model.facts.L1_TAG_BANKS`, four banks numbered 0-3; bits beyond the columns do not count)."""
+    lines = np.asarray(lines, dtype=np.int64)
+    return _bank_table(tuple(columns))[lines & ((1 << len(columns)) - 1)].astype(np.int64)
 
 
 def tag_bank_max(addr, active, columns: tuple[int, ...]) -> np.ndarray:
@@ -1411,14 +1418,17 @@ def tag_bank_max(addr, active, columns: tuple[int, ...]) -> np.ndarray:
     new = lines >= 0
     new[:, 1:] &= lines[:, 1:] != lines[:, :-1]
     bank = tag_banks(np.maximum(lines, 0), columns)
-    counts = np.stack([(new & (bank == b)).sum(axis=1) for b in range(4)], axis=1)
+    counts = np.zeros((len(lines), 4), dtype=np.int64)
+    rows = np.broadcast_to(np.arange(len(lines))[:, None], lines.shape)
+    np.add.at(counts, (rows[new], bank[new]), 1)
     return counts.max(axis=1)
 
 
 _TAG_SAMPLE_TILES = 8      # block rows / columns sampled
-_TAG_SAMPLE_K = 32         # K tiles sampled (a naive block's k steps: every line phase of a row of A)
+_TAG_SAMPLE_K = 32         # k steps sampled (a naive block's: every line phase of a row of A); 32 words of K in tiles
 
 
+@functools.lru_cache(maxsize=4096)
 def _probe_describe(cfg: KernelConfig, K: int | None = None, N: int | None = None) -> _Kernel:
     g = geometry(cfg)
     return _describe(cfg, 2 * g.BM, N or 2 * g.BN, K or max(64, 4 * g.BK), resolve_plan(cfg, "source"))
@@ -1513,13 +1523,14 @@ TAG_REFERENCE_LD = 1031
 (:data:`model.facts.L1_TAG`): rows 32.2 lines apart."""
 
 
+@functools.lru_cache(maxsize=None)
 def tag_bank_cycles(cfg: KernelConfig, K: int, N: int, gm: int, gn: int,
-                    columns: tuple[int, ...]) -> list[tuple[float, float, float, float]]:
+                    columns: tuple[int, ...]) -> tuple[tuple[float, float, float, float], ...]:
     """How the L1 tag banks change the cost of one interior block's 4-byte global loads with the leading dimensions:
     per operand (A, B), ``(cycles at K / N, cycles at the reference 1031, requests, lines)`` - the cycles the most
     distinct lines a load looks up in one tag bank (:func:`tag_bank_max`), summed over the block's loads of its steady
     path in one K tile (k step, for the naive kernel), averaged over the first ``min(gm, 8)`` block rows (A),
-    ``min(gn, 8)`` block columns (B) and 32 K tiles, with absolute addresses (A's tile origin ``m0 K + k0``, B's
+    ``min(gn, 8)`` block columns (B) and 32 words of K (at least 8 K tiles), with absolute addresses (A's tile origin ``m0 K + k0``, B's
     ``k0 N + n0``, the matrices aligned); requests and lines at the profile's probe size. The per-line rule
     (:data:`model.facts.L1_TAG`) was measured on streaming loads at rows 1031 words apart; the timing model scales each
     operand's share of it by the ratio of the first two numbers (:func:`model.timing._l1_wavefronts`). Why: the
@@ -1527,12 +1538,13 @@ def tag_bank_cycles(cfg: KernelConfig, K: int, N: int, gm: int, gn: int,
     banks (kscan32, ``experiments/l1_pairs.py``)."""
     probe = _probe_describe(cfg)
     kt = max(-(-K // probe.k_tile), 1)
+    ks = max(_TAG_SAMPLE_K // probe.k_tile, 8)      # K tiles: every line phase (32 words), at least eight tiles
     out = []
-    for matrix, ld, tiles, k_tiles in (("A", int(K), min(int(gm), _TAG_SAMPLE_TILES), min(kt, _TAG_SAMPLE_K)),
-                                       ("B", int(N), min(int(gn), _TAG_SAMPLE_TILES), _TAG_SAMPLE_K)):
+    for matrix, ld, tiles, k_tiles in (("A", int(K), min(int(gm), _TAG_SAMPLE_TILES), min(kt, ks)),
+                                       ("B", int(N), min(int(gn), _TAG_SAMPLE_TILES), ks)):
         req, lines = _probe_narrow(cfg, matrix)
-        if not req:
-            continue
+        if not req or lines <= req:
+            continue            # one line a load: its bank is never busier than the per-line rule
         out.append((_tag_operand(cfg, matrix, ld, tiles, k_tiles, columns),
                     _tag_operand(cfg, matrix, TAG_REFERENCE_LD, tiles, k_tiles, columns), req, lines))
-    return out
+    return tuple(out)
