@@ -1302,11 +1302,12 @@ def global_sectors(addr, active) -> np.ndarray:
     return _distinct_per_warp(addr, active, SECTOR_WORDS)
 
 
-@functools.lru_cache(maxsize=None)
-def _store_kernel(cfg: KernelConfig) -> _Kernel:
-    """The kernel description at the interior, sector-aligned probe the C-store counts use."""
+@functools.lru_cache(maxsize=4096)
+def _probe_describe(cfg: KernelConfig, K: int | None = None, N: int | None = None) -> _Kernel:
+    """The kernel description at the interior, sector-aligned probe (:func:`model.counts.probe_size`) the C-store
+    counts and the tag banks use; ``K`` or ``N`` set a leading dimension of their own."""
     g = geometry(cfg)
-    return _describe(cfg, 2 * g.BM, 2 * g.BN, max(64, 4 * g.BK), resolve_plan(cfg, "source"))
+    return _describe(cfg, 2 * g.BM, N or 2 * g.BN, K or max(64, 4 * g.BK), resolve_plan(cfg, "source"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -1315,7 +1316,7 @@ def block_store_counts_partial(cfg: KernelConfig, rv: int, cv: int, element: boo
     instructions, when only ``rv`` rows and ``cv`` columns of its tile lie inside C (a block on C's last block row
     or column: its lanes outside C are predicated off, and a store none of whose lanes is inside touches nothing).
     At the interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""
-    kern = _store_kernel(cfg)
+    kern = _probe_describe(cfg)
     rv, cv = min(int(rv), kern.m_tile), min(int(cv), kern.n_tile)
     lines = sectors = 0
     for acc in kern.globals:
@@ -1363,7 +1364,7 @@ def copy_duplicate_wavefronts(cfg: KernelConfig, k_res: int, n_res: int, rv: int
 def _block_store_counts(cfg: KernelConfig, element: bool) -> tuple[int, int]:
     """(128-byte lines, 32-byte sectors) one interior block's C stores touch, each summed over its warp-level store
     instructions, at an interior, sector-aligned probe (``element``: every 16-byte store as four 4-byte ones)."""
-    kern = _store_kernel(cfg)
+    kern = _probe_describe(cfg)
     return block_store_counts_partial(cfg, kern.m_tile, kern.n_tile, element)
 
 
@@ -1424,14 +1425,8 @@ def tag_bank_max(addr, active, columns: tuple[int, ...]) -> np.ndarray:
     return counts.max(axis=1)
 
 
-_TAG_SAMPLE_TILES = 8      # block rows / columns sampled
+TAG_SAMPLE_TILES = 8      # block rows / columns sampled
 _TAG_SAMPLE_K = 32         # k steps sampled (a naive block's: every line phase of a row of A); 32 words of K in tiles
-
-
-@functools.lru_cache(maxsize=4096)
-def _probe_describe(cfg: KernelConfig, K: int | None = None, N: int | None = None) -> _Kernel:
-    g = geometry(cfg)
-    return _describe(cfg, 2 * g.BM, N or 2 * g.BN, K or max(64, 4 * g.BK), resolve_plan(cfg, "source"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -1485,66 +1480,25 @@ def _probe_narrow(cfg: KernelConfig, matrix: str) -> tuple[float, float]:
 
 
 @functools.lru_cache(maxsize=None)
-def _probe_lines(cfg: KernelConfig) -> float:
-    """128-byte lines of one interior block's global loads in one K tile at the probe size (the profile's
-    ``l1_lines``)."""
-    probe = _probe_describe(cfg)
-    full = (probe.m_tile, probe.n_tile, probe.k_tile)
-    total = 0.0
-    for acc in probe.globals:
-        if acc.op == "ld" and acc.per == "tile":
-            off, act = acc.fn(*full)
-            total += float(global_lines(np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE),
-                                        np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)).sum())
-    return total
-
-
-@functools.lru_cache(maxsize=None)
-def _tag_rest(cfg: KernelConfig) -> tuple[float, float]:
-    """(warp-level requests, 128-byte lines) per interior block and K tile of the loads :func:`_tag_operand` leaves
-    to the per-line rule: the probe's loads wider than 4 bytes."""
-    probe = _probe_describe(cfg)
-    full = (probe.m_tile, probe.n_tile, probe.k_tile)
-    req = lines = 0.0
-    for acc in probe.globals:
-        if acc.op != "ld" or acc.per != "tile" or acc.width == 1:
-            continue
-        off, act = acc.fn(*full)
-        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
-        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
-        r_, _ = global_requests_sectors(off, act)
-        req += float(r_.sum())
-        lines += float(global_lines(off, act).sum())
-    return req, lines
-
-
-TAG_REFERENCE_LD = 1031
-"""The leading dimension (words) of the loads ``experiments/l1_lines.py`` measured the per-line rule on
-(:data:`model.facts.L1_TAG`): rows 32.2 lines apart."""
-
-
-@functools.lru_cache(maxsize=None)
 def tag_bank_cycles(cfg: KernelConfig, K: int, N: int, gm: int, gn: int,
-                    columns: tuple[int, ...]) -> tuple[tuple[float, float, float, float], ...]:
-    """How the L1 tag banks change the cost of one interior block's 4-byte global loads with the leading dimensions:
-    per operand (A, B), ``(cycles at K / N, cycles at the reference 1031, requests, lines)`` - the cycles the most
-    distinct lines a load looks up in one tag bank (:func:`tag_bank_max`), summed over the block's loads of its steady
-    path in one K tile (k step, for the naive kernel), averaged over the first ``min(gm, 8)`` block rows (A),
-    ``min(gn, 8)`` block columns (B) and 32 words of K (at least 8 K tiles), with absolute addresses (A's tile origin ``m0 K + k0``, B's
-    ``k0 N + n0``, the matrices aligned); requests and lines at the profile's probe size. The per-line rule
-    (:data:`model.facts.L1_TAG`) was measured on streaming loads at rows 1031 words apart; the timing model scales each
-    operand's share of it by the ratio of the first two numbers (:func:`model.timing._l1_wavefronts`). Why: the
-    uncoalesced naive kernel's k step costs up to 27 % more at K = 449 than at 479 with the same lines, sectors and
-    banks (kscan32, ``experiments/l1_pairs.py``)."""
+                    columns: tuple[int, ...]) -> tuple[tuple[float, float, float], ...]:
+    """The L1 tag banks' cost of one interior block's 4-byte global loads at these leading dimensions: per operand
+    (A, B) with more than one line a load, ``(cycles, requests, lines)`` - the most distinct lines a load looks up in
+    one tag bank (:func:`tag_bank_max`), summed over the block's loads of its steady path in one K tile (k step, for
+    the naive kernel), averaged over the first ``min(gm, 8)`` block rows (A), ``min(gn, 8)`` block columns (B) and
+    32 words of K (at least 8 K tiles), with absolute addresses (A's tile origin ``m0 K + k0``, B's ``k0 N + n0``, the
+    matrices aligned); requests and lines at the profile's probe size, for the per-line rule
+    (:data:`model.facts.L1_TAG`) beside which the timing model takes them as a floor
+    (:func:`model.timing._l1_wavefronts`). Why: the uncoalesced naive kernel's k step costs up to 27 % more at
+    K = 449 than at 479 with the same lines, sectors and banks (kscan32, ``experiments/l1_pairs.py``)."""
     probe = _probe_describe(cfg)
     kt = max(-(-K // probe.k_tile), 1)
     ks = max(_TAG_SAMPLE_K // probe.k_tile, 8)      # K tiles: every line phase (32 words), at least eight tiles
     out = []
-    for matrix, ld, tiles, k_tiles in (("A", int(K), min(int(gm), _TAG_SAMPLE_TILES), min(kt, ks)),
-                                       ("B", int(N), min(int(gn), _TAG_SAMPLE_TILES), ks)):
+    for matrix, ld, tiles, k_tiles in (("A", int(K), min(int(gm), TAG_SAMPLE_TILES), min(kt, ks)),
+                                       ("B", int(N), min(int(gn), TAG_SAMPLE_TILES), ks)):
         req, lines = _probe_narrow(cfg, matrix)
         if not req or lines <= req:
             continue            # one line a load: its bank is never busier than the per-line rule
-        out.append((_tag_operand(cfg, matrix, ld, tiles, k_tiles, columns),
-                    _tag_operand(cfg, matrix, TAG_REFERENCE_LD, tiles, k_tiles, columns), req, lines))
+        out.append((_tag_operand(cfg, matrix, ld, tiles, k_tiles, columns), req, lines))
     return tuple(out)

@@ -651,6 +651,13 @@ def _class_blocks(gm: int, gn: int) -> np.ndarray:
     return np.array([(gm - 1) * (gn - 1), gn - 1, gm - 1, 1], dtype=np.float64)
 
 
+def _config_codes(cfgs: Sequence[KernelConfig]) -> tuple[np.ndarray, list]:
+    """A small integer per config of ``cfgs`` (equal configs, equal codes) and the config of each code, so that the
+    configs can take part in :func:`_distinct_rows`."""
+    _, first, code = np.unique([c.key for c in cfgs], return_index=True, return_inverse=True)
+    return code.reshape(-1), [cfgs[i] for i in first]
+
+
 def _edge_rows(pa: ProfileArrays, M, N, gm, gn, take, *cols):
     """The rows of a launch with edge blocks (a tile partly outside C) that ``take`` selects, grouped so that a
     function of them runs once per distinct case: (their indices, the distinct cases as tuples (config, block tile
@@ -661,11 +668,11 @@ def _edge_rows(pa: ProfileArrays, M, N, gm, gn, take, *cols):
     if not len(ex):
         return ex, [], np.zeros(0, dtype=np.int64)
     cols = [np.broadcast_to(np.asarray(c, dtype=np.int64), (len(pa),))[ex] for c in cols]
-    _, first, code = np.unique([pa.cfg[i].key for i in ex], return_index=True, return_inverse=True)
+    code, of_code = _config_codes(pa.cfg[ex])
     rows, inv = _distinct_rows(code, rv[ex], cv[ex], gm[ex], gn[ex], *cols)
     cases = []
     for c, r_, c_, m_, n_, *rest in rows:
-        cfg = pa.cfg[ex[first[c]]]
+        cfg = of_code[c]
         bm, bn = int(geometry(cfg).BM), int(geometry(cfg).BN)
         cases.append((cfg, ((bm, bn), (r_, bn), (bm, c_), (r_, c_)), int(m_), int(n_), *rest))
     return ex, cases, inv
@@ -696,7 +703,7 @@ def _edge_copies(pa: ProfileArrays, M, N, K, gm, gn) -> np.ndarray:
     return out
 
 
-def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0, M=None) -> np.ndarray:
+def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0, M=None, lines0=None) -> np.ndarray:
     """L1 cycles of one block's global loads in one iteration (before the load/store pipe's floor): the
     data stage's wavefronts at this size's leading dimensions (A's rows K words apart, B's N; bank
     conflicts included, :func:`model.counts.global_load_wavefronts`), or the tag stage's, whichever is longer.
@@ -710,7 +717,9 @@ def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0, M=None) -> np.
     4-byte loads take at least the lines each looks up in its busiest tag bank at this size's leading dimensions
     (:func:`model.simulate.tag_bank_cycles`): the per-line rule was measured on streaming loads at one stride (rows
     1031 words apart); at another stride the same lines can crowd fewer banks (the naive kernel's column walk of 32
-    rows at K = 449: 13-15 cycles a load against 10.5; kscan32: up to 27 % slower than at K = 479)."""
+    rows at K = 449: 13-15 cycles a load against 10.5; kscan32: up to 27 % slower than at K = 479). The banks are
+    counted for an interior block; where the naive kernel's edge blocks run fewer lanes (:func:`_partial_blocks`),
+    in the share of the interior block's lines ``lines0`` (its ``l1_lines`` before them) that they touch."""
     rows = np.arange(len(pa))
     kr = np.asarray(K, dtype=np.int64) % _BANK_RESIDUES
     nr = np.asarray(N, dtype=np.int64) % _BANK_RESIDUES
@@ -719,31 +728,19 @@ def _l1_wavefronts(pa: ProfileArrays, K, N, arch: str, extra=0.0, M=None) -> np.
     tag = c0 * pa.gld_instr + pa.l1_lines / rate
     cols = L1_TAG_BANKS.get(arch)
     if cols is not None and M is not None:
-        from .simulate import _probe_lines, tag_bank_cycles
-        # 4-byte loads: the lines each looks up in its busiest tag bank at this size's leading dimensions
-        # (model.facts.L1_TAG_BANKS) against the stride the per-line rule was measured at; wider loads keep the rule
+        from .simulate import TAG_SAMPLE_TILES, tag_bank_cycles
+        # each operand's 4-byte loads take the longer of the per-line rule (streaming loads at the stride it was
+        # measured at) and the lines their busiest tag banks look up at this size's leading dimensions
+        # (model.facts.L1_TAG_BANKS): the banks are a floor; wider loads keep the rule
         K_, N_, M_ = (np.broadcast_to(np.asarray(x, dtype=np.int64), rows.shape) for x in (K, N, M))
-        cfg_ids: dict = {}
-        cid = np.array([cfg_ids.setdefault(c, len(cfg_ids)) if c is not None else -1 for c in pa.cfg], dtype=np.int64)
-        cfg_of = {i: c for c, i in cfg_ids.items()}
-        gm = np.minimum(-(-M_ // pa.BM), 8)
-        gn = np.minimum(-(-N_ // pa.BN), 8)
-        keys, inv = _distinct_rows(cid, K_, N_, gm, gn)
-        vals = []
-        for ci, k, n, a, b in keys:
-            if ci < 0:
-                vals.append(np.nan)
-                continue
-            # each operand's 4-byte loads take the longer of the per-line rule (streaming loads at the stride it was
-            # measured at) and their busiest tag banks at this leading dimension: the banks are a floor
-            vals.append(sum(max(at - (c0 * req + lines / rate), 0.0)
-                            for at, _, req, lines in tag_bank_cycles(cfg_of[ci], k, n, a, b, cols)))
-        delta = np.asarray(vals, dtype=np.float64)[inv]
-        # an interior block's; the naive kernel's blocks at C's edges run fewer lanes (_partial_blocks): their share
-        # of the interior block's lines
-        share = pa.l1_lines / np.maximum(np.asarray([_probe_lines(c) if c is not None else 1.0 for c in pa.cfg]), 1.0)
-        delta = delta * np.where(pa.exits[:, 0] > 0, share, 1.0)
-        tag = np.where(np.isnan(delta), tag, tag + delta)
+        code, of_code = _config_codes(pa.cfg)
+        keys, inv = _distinct_rows(code, K_, N_, np.minimum(-(-M_ // pa.BM), TAG_SAMPLE_TILES),
+                                   np.minimum(-(-N_ // pa.BN), TAG_SAMPLE_TILES))
+        floor = np.array([sum(max(at - (c0 * req + lines / rate), 0.0)
+                              for at, req, lines in tag_bank_cycles(of_code[c], k, n, a, b, cols))
+                          for c, k, n, a, b in keys])[inv]
+        share = pa.l1_lines / np.maximum(pa.l1_lines if lines0 is None else lines0, 1.0)
+        tag = tag + floor * share
     return np.where(pa.has_wf > 0, np.maximum(data, tag), pa.l1_lines + extra)
 
 
@@ -1207,6 +1204,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     M, N, K = (np.asarray(x, dtype=np.int64) for x in (M, N, K))
     BM, BN = pa.BM, pa.BN
     gm, gn = -(-M // BM), -(-N // BN)
+    lines0 = pa.l1_lines
     pa = _partial_blocks(pa, M, N, gm, gn, r.sms)
     interior = pa
     pa, launch_stores = _edge_stores(pa, M, N, gm, gn, r.sms)
@@ -1303,7 +1301,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     copy_extra = _edge_copies(pa, M, N, K, gm, gn)
-    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra, M)
+    l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra, M, lines0)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
     t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
@@ -1406,7 +1404,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "blocks_per_sm": np.where(launchable, bps, 0), "latency_cycles": lg, "cold_fetch_cycles": fetch_cold,
             "c_miss_share": c_miss, "c_reduced_from_dram_bytes": c_reduced, "zero_s": t_zero,
             "code_run_bytes": run_bytes, "once_cycles": once_cycles, "store_path_cycles": store_path,
-            "copy_duplicate_wavefronts": copy_extra,
+            "copy_duplicate_wavefronts": copy_extra, "l1_wavefronts": l1_wf,
             "c_stores_element": n_off & (pa.store_lines_element > pa.store_lines),
             "code_first_round_bytes": np.where(full >= 1, first_stream(bps), first_stream(np.maximum(rem, 1)))}
 
@@ -1526,7 +1524,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                      if prof.fetch_cycles > 0 else ""),
         "shared": f"n warps x {prof.shared_wavefronts / prof.warps:.1f} wavefronts per warp-iteration / "
                   f"{rt.shared_wavefronts_per_cycle:.3f} per cycle",
-        "l1": (f"n warps x {float(_l1_wavefronts(pa, np.array([K]), np.array([N]), gpu.arch, float(r.get('copy_duplicate_wavefronts', 0.0)), np.array([M]))[0]) / prof.warps:.2f} global-load "
+        "l1": (f"n warps x {float(r['l1_wavefronts']) / prof.warps:.2f} global-load "
                f"wavefronts per warp-iteration ({'L1 data stage at K mod 32 = ' + str(K % 32) + ', N mod 32 = ' + str(N % 32) + ', or the tag stage: ' + format(l1_tag(gpu.arch)[0], 'g') + ' cycles a load + the lines at ' + format(l1_tag(gpu.arch)[1], 'g') + ' a cycle' + (', at least the lines a 4-byte load looks up in its busiest tag bank' if gpu.arch in L1_TAG_BANKS else '') if prof.l1_tag_limited else '128-byte lines, 1 per cycle'}); "
                f"added to the shared wavefronts (one L1TEX data stage)"
                + (f"; of them {float(r['copy_duplicate_wavefronts']):.0f} a block-iteration are the edge blocks' 4-byte copies "
