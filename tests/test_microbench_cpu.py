@@ -621,3 +621,34 @@ def test_the_l1_tag_bank_hash_reproduces_every_all_hit_load_measured() -> None:
     err = np.abs(np.array(err))
     assert checked == 427 and len(err) == 33
     assert err.max() < 0.1 and err.mean() < 0.02     # 32-row loads cost 9.2-13.4 cycles: the hash, not a trend
+
+
+def test_batch_latency_issues_every_load_of_a_batch_between_its_clock_stamps() -> None:
+    """experiments.batch_latency times the wait for n loads in flight together: in the SASS of every batch size, the
+    n loads come after the first clock read and before the first add and the second clock read (at n = 16 ptxas
+    would issue two loads after the first add, which is why the sizes stop at 14)."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (requirements-facts.txt) not installed")
+    import tempfile
+    from experiments.batch_latency import SIZES, SRC
+    from tools.compiler_facts import _check, _nvrtc, disassemble
+
+    nv = _nvrtc()
+    for n in SIZES:
+        prog = _check(nv.nvrtcCreateProgram(SRC.encode(), b"batch_latency.cu", 0, [], []), "create")
+        try:
+            opts = [b"-arch=sm_90", f"-DN={n}".encode()]
+            (err,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
+            assert int(err) == 0
+            size = _check(nv.nvrtcGetCUBINSize(prog), "size")
+            cubin = b" " * size
+            nv.nvrtcGetCUBIN(prog, cubin)
+        finally:
+            nv.nvrtcDestroyProgram(prog)
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(cubin)
+            f.flush()
+            (ins, _), = [v for k, v in disassemble(f.name).items() if "batch_wait" in k]
+        ops = [i.op.split(".")[0] for i in ins if i.op.split(".")[0] in ("CS2R", "LDG", "FADD")]
+        first = ops.index("CS2R")
+        window = ops[first + 1: ops.index("CS2R", first + 1)]
+        assert window[:n] == ["LDG"] * n and "LDG" not in window[n:], (n, window)
