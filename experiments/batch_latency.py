@@ -1,74 +1,82 @@
-"""Latency microbenchmark: how long one warp waits for a batch of ``n`` independent global loads, each a full
-128-byte line in a row of its own, when every line comes from DRAM (cold) or from the L2 (warm).
+"""Latency microbenchmark: how long one warp waits for a batch of ``n`` independent global loads in flight together,
+each in a row of its own, when every line comes from DRAM (cold) or from the L2 (warm).
 
     python -m experiments.batch_latency [--out FILE.json] [--iters 24]
 
-One warp a block. In each of ``iters`` batches it issues ``n`` independent ``LDG.E.CONSTANT`` loads (``__ldg``: the
-naive kernel's load), a 128-byte line each, in ``n`` different rows of a row-major matrix, sums them and stamps
-``clock64`` before the first load and after the sum (the next batch's addresses depend on the sum, so no load moves
-across a stamp). Two patterns: ``shared_rows``, block ``b`` reads line ``b`` of each row and the rows are one
-matrix row apart (``blocks x 128`` bytes: the naive kernel's B at a skinny M, where every block reads the same row of
-B at once); ``own_rows``, each block reads its own rows 16 KiB apart. Cold: the L2 flushed first (a 2 x L2 buffer
-read through) and no line read twice; warm: the same launch again over rows that stay in the L2 (a 4 MiB window).
-On every SM (one warp each) and on one SM alone. Every batch's cycles are kept (the first two batches of a block
-dropped from the statistics). ``BATCH_SET=widths`` in the environment runs the second set instead: every SM, shared
-rows, 1-32 warps an SM, and loads of one broadcast word, one line or four lines (LDG.128) a warp (:func:`_cases`).
-The first run (``batch_latency-2026-12-02.json``) was compiled by ptxas at -O3, whose SASS had every load of a batch
-between the stamps at the 4-byte width; since, -O1 (``OPTIONS``), which keeps them there at every width and warp
-count. JSON, schema ``gemmscope.batch_latency``, version 1. Needs a GPU and CuPy.
+In each of ``iters`` batches a warp issues ``n`` independent loads, one row each (rows ``PITCH`` words apart, at
+immediate offsets from one address: the SASS has the ``n`` LDGs back to back), sums them and stamps ``clock64``
+before the first load and after the sum (the next batch's address depends on the sum, so no load moves across a
+stamp). Loads: a broadcast word (every lane the same), one 128-byte line (4 bytes a lane) or four lines (LDG.128);
+``ld.global.nc`` (``LDG.E.CONSTANT``, the naive kernel's load) or ``ld.global.cg`` (the L2 only). Patterns:
+``shared_rows``, warp ``s`` of the launch reads line ``s`` of each row, rows one matrix row apart (the naive kernel's
+B at a skinny M: every block reads the same row of B at once); ``own_rows``, each warp its own rows 16 KiB apart.
+Cold: the L2 flushed first (a 2 x L2 buffer read through) and no line read twice; warm: the same launch again over a
+4 MiB window of rows (L2 hits; ``cg`` loads, which the L1 does not keep). One warp an SM on every SM, on one SM, and
+4-32 warps an SM (:func:`cases`). Every batch's cycles are kept (the first two of each warp dropped from the
+statistics). JSON, schema ``gemmscope.batch_latency``, version 1. Needs a GPU and CuPy.
 
-Why (issue 8, ``logs/batchlat-2026-12-02/``): the timing model takes the wait for a batch of loads as one unloaded
-latency (the pointer chase of :mod:`experiments.microbench`: a single load). The naive kernel at a skinny M, a warp
-alone on its SM waiting three times per 16 k steps for about five lines of B from DRAM, runs 20-35 % slower than
-that predicts on every such row shipped; the slowest of ``n`` loads, each with its own DRAM latency, is what the
-warp waits for.
+Why (issue 8, ``logs/batchlat-2026-12-02/``): the timing model's warp trace gives each load the same latency, so a
+warp waiting for ``n`` loads waits one latency plus their issue. The naive kernel at a skinny M, a warp alone on its
+SM waiting three times per 16 k steps for 10-13 loads, runs 20-35 % slower than that predicts on every such row
+shipped. The first run of this file (``batch_latency-2026-12-02.json``, ``.ld.global.nc`` at 4 bytes a lane, address
+arithmetic between the loads) had the wait grow by about 21 cycles a load from the L2 and 33 from DRAM, on one SM
+as on all 132.
 """
 from __future__ import annotations
 
-import os
 import statistics
 
 from . import kernelbench
 from .kernelbench import device_sms, result
 
-SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14)   # at 16 ptxas issues two of the loads after the first add
+SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14)
 DROP = 2                     # batches dropped from each block's statistics (instruction cache, TLB warm-up)
 OWN_PITCH = 4096             # words between the rows of the own_rows pattern (16 KiB)
 WARM_WINDOW = 4 << 20        # bytes of rows the warm runs cycle through (stays in the L2)
 OPTIONS = ("-Xptxas=-O1",)   # ptxas at -O3 moves adds that wait for the first loads between the later loads of a batch
+IMMEDIATE_LIMIT = 1 << 23    # bytes: a load's immediate offset (24-bit signed) reaches the batch's last row
 SRC = r"""
 #ifndef WIDTH
 #define WIDTH 1                              // words a lane loads: 1 (LDG.32) or 4 (LDG.128); 0: every lane one word
 #endif
-extern "C" __global__ void batch_wait(const float* __restrict__ src, long long pitch, long long block_step,
-                                      long long rows_mod, int iters, float* out, long long* lat) {
+#ifndef CACHE
+#define CACHE nc                             // nc: LDG.E.CONSTANT (the naive kernel's load); cg: the L2 only
+#endif
+#define STR2(x) #x
+#define STR(x) STR2(x)
+// load rows 0 .. J-1 of a batch, in order, row j at the immediate offset j x PITCH words from q
+template <int J> struct Rows {
+    static __device__ __forceinline__ void load(const float* q, float (*v)[4]) {
+        Rows<J - 1>::load(q, v);
+#if WIDTH == 4
+        asm volatile("ld.global." STR(CACHE) ".v4.f32 {%0, %1, %2, %3}, [%4+%5];"
+                     : "=f"(v[J - 1][0]), "=f"(v[J - 1][1]), "=f"(v[J - 1][2]), "=f"(v[J - 1][3])
+                     : "l"(q), "n"((J - 1) * PITCH * 4));
+#else
+        asm volatile("ld.global." STR(CACHE) ".f32 %0, [%1+%2];" : "=f"(v[J - 1][0]) : "l"(q), "n"((J - 1) * PITCH * 4));
+#endif
+    }
+};
+template <> struct Rows<0> {
+    static __device__ __forceinline__ void load(const float*, float (*)[4]) {}
+};
+extern "C" __global__ void batch_wait(const float* __restrict__ src, long long block_step, long long rows_mod,
+                                      int iters, float* out, long long* lat) {
+    // the n rows of a batch are PITCH words apart: one base address a batch, the rows at immediate offsets, so no
+    // address arithmetic sits between the loads
     const int lane = threadIdx.x & 31;
     const long long slot = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);   // the warp's place
     const float* p = src + slot * block_step + (WIDTH == 0 ? 0 : lane * WIDTH);
     float acc = 0.f;
     int dep = 0;
     for (int it = 0; it < iters; ++it) {
-        const float* a[N];
-#pragma unroll
-        for (int j = 0; j < N; ++j) a[j] = p + dep + ((long long)it * N + j) % rows_mod * pitch;
+        const float* q = p + dep + ((long long)it * N) % rows_mod * PITCH;
         long long t0 = clock64();
-#if WIDTH == 4
         float v[N][4];
-#pragma unroll
-        for (int j = 0; j < N; ++j)
-            asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
-                         : "=f"(v[j][0]), "=f"(v[j][1]), "=f"(v[j][2]), "=f"(v[j][3]) : "l"(a[j]));
+        Rows<N>::load(q, v);
         float s = 0.f;
 #pragma unroll
-        for (int j = 0; j < N; ++j) s += (v[j][0] + v[j][1]) + (v[j][2] + v[j][3]);
-#else
-        float v[N];
-#pragma unroll
-        for (int j = 0; j < N; ++j) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v[j]) : "l"(a[j]));
-        float s = 0.f;
-#pragma unroll
-        for (int j = 0; j < N; ++j) s += v[j];
-#endif
+        for (int j = 0; j < N; ++j) s += WIDTH == 4 ? (v[j][0] + v[j][1]) + (v[j][2] + v[j][3]) : v[j][0];
         float used;
         asm volatile("add.f32 %0, %1, 0f00000000;" : "=f"(used) : "f"(s));
         long long t1 = clock64();
@@ -88,6 +96,10 @@ extern "C" __global__ void flush(const float4* buf, long long n, float* out) {
     if (s == -1.0f) out[0] = s;
 }
 """
+MODES = (("cold", "nc"), ("cold", "cg"), ("warm", "cg"))
+"""(rows, load) of every case: cold rows (the L2 flushed, no line read twice) through the naive kernel's load and
+through ``ld.global.cg``; warm rows (in the L2) through ``ld.global.cg`` (an ``nc`` load would hit the L1 once the
+window wraps)."""
 
 
 def _stats(cycles: list[int], iters: int) -> dict:
@@ -97,14 +109,21 @@ def _stats(cycles: list[int], iters: int) -> dict:
             "p10_cycles": kept[len(kept) // 10], "p90_cycles": kept[(9 * len(kept)) // 10], "samples": len(kept)}
 
 
-def _cases(sms: int) -> list[tuple[str, int, int, int]]:
-    """(pattern, blocks, warps a block, width) of the set named by ``BATCH_SET`` in the environment: ``patterns`` (the
-    first run: one warp a block, 4-byte loads, both patterns, every SM and one) or ``widths`` (every SM, shared rows,
-    1, 4, 16 and 32 warps an SM, a broadcast word, a line or four lines a load: which of the warp, the SM, the
-    line or the sector the wait grows with)."""
-    if os.environ.get("BATCH_SET", "patterns") == "widths":
-        return [("shared_rows", sms, w, width) for width in (0, 1, 4) for w in (1, 4, 16, 32)]
-    return [(pattern, blocks, 1, 1) for pattern in ("shared_rows", "own_rows") for blocks in (sms, 1)]
+def cases(sms: int) -> list[tuple[str, int, int, int]]:
+    """(pattern, blocks, warps a block, width in words a lane: 0 a broadcast word) of every measured case: one warp an
+    SM at the three widths, on one SM, in the own-rows pattern; 4-32 warps an SM (whether the wait grows with the
+    warp's loads or the SM's)."""
+    return ([("shared_rows", sms, 1, w) for w in (0, 1, 4)] + [("shared_rows", 1, 1, 1), ("own_rows", sms, 1, 1)]
+            + [("shared_rows", sms, w, 1) for w in (4, 16, 32)] + [("shared_rows", sms, 4, 4)])
+
+
+def geometry(pattern: str, blocks: int, warps: int, width: int, sms: int, iters: int) -> tuple[int, int, int]:
+    """(pitch in words, words from one warp's first line to the next warp's, rows a warm window holds)."""
+    line_words = 128 if width == 4 else 32      # a warp's load: four lines or one
+    if pattern == "shared_rows":                 # every warp of every SM its line(s) of each row
+        pitch = max(blocks, sms) * warps * line_words
+        return pitch, line_words, WARM_WINDOW // (4 * pitch)
+    return OWN_PITCH, iters * max(SIZES) * OWN_PITCH, WARM_WINDOW // (4 * line_words * blocks * warps)
 
 
 def run(iters: int = 24, log=print) -> dict:
@@ -114,32 +133,25 @@ def run(iters: int = 24, log=print) -> dict:
     l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
     flush_buf = cp.zeros(2 * l2 // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.float32)
-    nmax = max(SIZES)
-    cases = _cases(sms)
-    slots = max(b * w for _, b, w, _ in cases)
-    # one buffer for every case: iters x nmax rows of the widest pitch
-    words = max(iters * nmax * slots * 128, slots * iters * nmax * OWN_PITCH) + 64
+    todo = cases(sms)
+    words = max(geometry(*c, sms, iters)[1] * c[1] * c[2] + iters * max(SIZES) * geometry(*c, sms, iters)[0]
+                for c in todo) + 256
     src = cp.ones(words, dtype=cp.float32)
+    slots = max(b * w for _, b, w, _ in todo)
     out = cp.zeros(slots * 32, dtype=cp.float32)
     lat = cp.zeros(slots * iters, dtype=cp.int64)
-    mods = {}
     rows = []
-    for pattern, blocks, warps, width in cases:
-        for mode in ("cold", "warm"):
+    for pattern, blocks, warps, width in todo:
+        pitch, block_step, window_rows = geometry(pattern, blocks, warps, width, sms, iters)
+        for mode, cache in MODES:
             for n in SIZES:
-                if (n, width) not in mods:
-                    mods[n, width] = cp.RawModule(code=SRC, options=(f"-DN={n}", f"-DWIDTH={width}", *OPTIONS))
-                fn, fl = mods[n, width].get_function("batch_wait"), mods[n, width].get_function("flush")
-                line_words = 128 if width == 4 else 32      # a warp's load: four lines or one
-                if pattern == "shared_rows":      # every warp of every SM its line(s) of each row
-                    block_step, pitch_b = line_words, (sms if blocks == 1 else blocks) * warps * line_words
-                    window_rows = WARM_WINDOW // (4 * pitch_b)
-                else:                              # each warp its own rows, one line touched in each
-                    block_step, pitch_b = iters * nmax * OWN_PITCH, OWN_PITCH
-                    window_rows = WARM_WINDOW // (128 * blocks * warps)
-                rows_mod = iters * n if mode == "cold" else max(n, window_rows)
-                args = (src, np.int64(pitch_b), np.int64(block_step), np.int64(rows_mod), np.int32(iters),
-                        out, lat)
+                if (n - 1) * pitch * 4 >= IMMEDIATE_LIMIT:
+                    continue
+                mod = cp.RawModule(code=SRC, options=(f"-DN={n}", f"-DWIDTH={width}", f"-DPITCH={pitch}",
+                                                      f"-DCACHE={cache}", *OPTIONS))
+                fn, fl = mod.get_function("batch_wait"), mod.get_function("flush")
+                rows_mod = iters * n if mode == "cold" else max(n, window_rows // n * n)
+                args = (src, np.int64(block_step), np.int64(rows_mod), np.int32(iters), out, lat)
                 if mode == "warm":                 # the same launch once before: its lines are in the L2
                     fn((blocks,), (32 * warps,), args)
                 else:                              # read 2 x L2 of other data: none of the rows is in the L2
@@ -148,11 +160,11 @@ def run(iters: int = 24, log=print) -> dict:
                 fn((blocks,), (32 * warps,), args)
                 cp.cuda.Device().synchronize()
                 raw = [int(c) for c in lat[: blocks * warps * iters].get()]
-                row = {"pattern": pattern, "mode": mode, "blocks": blocks, "warps_per_block": warps,
-                       "width_words": width, "n": n, "pitch_words": pitch_b, "rows_mod": rows_mod, "iters": iters,
+                row = {"pattern": pattern, "mode": mode, "load": cache, "blocks": blocks, "warps_per_block": warps,
+                       "width_words": width, "n": n, "pitch_words": pitch, "rows_mod": rows_mod, "iters": iters,
                        "dropped_per_block": DROP, **_stats(raw, iters), "cycles": raw}
                 rows.append(row)
-                log(f"{pattern:11s} {mode} blocks {blocks:3d} warps {warps:2d} width {width} n {n:2d}: "
+                log(f"{pattern:11s} {mode} {cache} blocks {blocks:3d} warps {warps:2d} width {width} n {n:2d}: "
                     f"median {row['median_cycles']:.0f}, mean {row['mean_cycles']:.0f}, p10 {row['p10_cycles']}, "
                     f"p90 {row['p90_cycles']} cycles")
     return result("gemmscope.batch_latency", rows)

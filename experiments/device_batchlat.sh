@@ -3,6 +3,5 @@
 set -u
 OUT=${OUT:-$PWD/device-out}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,temperature.gpu --format=csv
-S=${BATCH_SET:-patterns}
-BATCH_SET=$S python3 -m experiments.batch_latency --out "$OUT/batch_latency_$S.json" > "$OUT/batch_latency_$S.log" 2>&1
-echo "exit $?"; cat "$OUT/batch_latency_$S.log"
+python3 -m experiments.batch_latency --out "$OUT/batch_latency.json" > "$OUT/batch_latency.log" 2>&1
+echo "exit $?"; cat "$OUT/batch_latency.log"

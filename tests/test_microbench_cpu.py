@@ -624,19 +624,23 @@ def test_the_l1_tag_bank_hash_reproduces_every_all_hit_load_measured() -> None:
 
 
 def test_batch_latency_issues_every_load_of_a_batch_between_its_clock_stamps() -> None:
-    """experiments.batch_latency times the wait for n loads in flight together: in the SASS of every batch size, the
-    n loads come after the first clock read and before the first add and the second clock read (ptxas at -O3 issues
-    some after the first add, which waits for the first load: hence -O1, experiments.batch_latency.OPTIONS)."""
+    """experiments.batch_latency times the wait for n loads in flight together: in the SASS of every batch size, width
+    and load, the n loads come right after the first clock read, with nothing between them (the rows at immediate
+    offsets: no address arithmetic), and before the first add and the second clock read (ptxas at -O3 issues some
+    after the first add, which waits for the first load: hence -O1, experiments.batch_latency.OPTIONS)."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (requirements-facts.txt) not installed")
     import tempfile
     from experiments.batch_latency import OPTIONS, SIZES, SRC
     from tools.compiler_facts import _check, _nvrtc, disassemble
 
     nv = _nvrtc()
-    for n, width in [(n, 1) for n in SIZES] + [(n, w) for n in (5, max(SIZES)) for w in (0, 4)]:
+    todo = [(n, 1, 4224, "nc") for n in SIZES] + [(n, w, 135168, c) for n in (5, max(SIZES)) for w in (0, 4)
+                                                   for c in ("nc", "cg")]
+    for n, width, pitch, cache in todo:
         prog = _check(nv.nvrtcCreateProgram(SRC.encode(), b"batch_latency.cu", 0, [], []), "create")
         try:
-            opts = [b"-arch=sm_90", f"-DN={n}".encode(), f"-DWIDTH={width}".encode(), *(o.encode() for o in OPTIONS)]
+            opts = [b"-arch=sm_90", *(o.encode() for o in (f"-DN={n}", f"-DWIDTH={width}", f"-DPITCH={pitch}",
+                                                          f"-DCACHE={cache}", *OPTIONS))]
             (err,) = nv.nvrtcCompileProgram(prog, len(opts), opts)
             assert int(err) == 0
             size = _check(nv.nvrtcGetCUBINSize(prog), "size")
@@ -648,8 +652,8 @@ def test_batch_latency_issues_every_load_of_a_batch_between_its_clock_stamps() -
             f.write(cubin)
             f.flush()
             (ins, _), = [v for k, v in disassemble(f.name).items() if "batch_wait" in k]
-        ops = ["CLOCK" if "SR_CLOCK" in i.operands else i.op.split(".")[0] for i in ins
-               if "SR_CLOCK" in i.operands or i.op.split(".")[0] in ("LDG", "FADD")]
+        ops = ["CLOCK" if "SR_CLOCK" in i.operands else i.op.split(".")[0] for i in ins]
         first = ops.index("CLOCK")
         window = ops[first + 1: ops.index("CLOCK", first + 1)]
-        assert window[:n] == ["LDG"] * n and "LDG" not in window[n:], (n, width, window)
+        assert window[:n] == ["LDG"] * n and "LDG" not in window[n:], (n, width, cache, window)
+        assert window[n] == "FADD", (n, width, cache, window)
