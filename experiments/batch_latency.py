@@ -24,6 +24,7 @@ as on all 132.
 """
 from __future__ import annotations
 
+import os
 import statistics
 
 from . import kernelbench
@@ -32,6 +33,7 @@ from .kernelbench import device_sms, result
 SIZES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14)
 DROP = 2                     # batches dropped from each block's statistics (instruction cache, TLB warm-up)
 OWN_PITCH = 4096             # words between the rows of the own_rows pattern (16 KiB)
+PITCHES = (32, 64, 128, 256, 512, 1024, 2048, 4096)   # own_rows_P: words between a warp's rows (BATCH_SET=pitches)
 WARM_WINDOW = 4 << 20        # bytes of rows the warm runs cycle through (stays in the L2)
 OPTIONS = ("-Xptxas=-O1",)   # ptxas at -O3 moves adds that wait for the first loads between the later loads of a batch
 IMMEDIATE_LIMIT = 1 << 23    # bytes: a load's immediate offset (24-bit signed) reaches the batch's last row
@@ -112,7 +114,11 @@ def _stats(cycles: list[int], iters: int) -> dict:
 def cases(sms: int) -> list[tuple[str, int, int, int]]:
     """(pattern, blocks, warps a block, width in words a lane: 0 a broadcast word) of every measured case: one warp an
     SM at the three widths, on one SM, in the own-rows pattern; 4-32 warps an SM (whether the wait grows with the
-    warp's loads or the SM's)."""
+    warp's loads or the SM's). With ``BATCH_SET=pitches`` in the environment instead: one warp an SM on every SM, its
+    own rows ``P`` words apart (pattern ``own_rows_P``, P = 32 ... 4096: consecutive lines up to 16 KiB apart),
+    whether the spread of DRAM's latency depends on how far apart the lines of a batch lie."""
+    if os.environ.get("BATCH_SET") == "pitches":
+        return [(f"own_rows_{p}", sms, 1, 1) for p in PITCHES]
     return ([("shared_rows", sms, 1, w) for w in (0, 1, 4)] + [("shared_rows", 1, 1, 1), ("own_rows", sms, 1, 1)]
             + [("shared_rows", sms, w, 1) for w in (4, 16, 32)] + [("shared_rows", sms, 4, 4)])
 
@@ -123,17 +129,73 @@ def geometry(pattern: str, blocks: int, warps: int, width: int, sms: int, iters:
     if pattern == "shared_rows":                 # every warp of every SM its line(s) of each row
         pitch = max(blocks, sms) * warps * line_words
         return pitch, line_words, WARM_WINDOW // (4 * pitch)
-    return OWN_PITCH, iters * max(SIZES) * OWN_PITCH, WARM_WINDOW // (4 * line_words * blocks * warps)
+    pitch = int(pattern.rsplit("_", 1)[1]) if pattern.startswith("own_rows_") else OWN_PITCH
+    return pitch, iters * max(SIZES) * max(pitch, line_words), WARM_WINDOW // (4 * line_words * blocks * warps)
 
 
-def run(iters: int = 24, log=print) -> dict:
+ISSUE_CYCLES = 4.0           # cycles between the batch's loads: their control codes' stall count (the SASS test checks it)
+
+
+def timing_fields(res: dict) -> dict[str, float]:
+    """The ``[timing]`` fields this run measures (the spec's ``l2_latency_spread_cycles``,
+    ``dram_latency_spread_cycles``, ``load_batch_cycles_per_load``), from its one-warp-an-SM rows on every SM with
+    4-byte loads: the standard deviation of one load's latency (batches of one; L2: warm ``cg`` rows, DRAM: cold
+    ``nc`` rows, both patterns pooled), and the cycles each further load adds beyond its issue and the slowest of the
+    loads' latencies (:func:`model.timing.slowest_load_wait` with the L2 spread), fitted by least squares on the
+    warm rows (the cold rows are the check: ``check_fields``)."""
+    import numpy as np
+    from model.timing import slowest_load_wait
+    sms = max(r["blocks"] for r in res["rows"])
+    pick = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1]
+
+    def kept(r):
+        return np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])[:, r["dropped_per_block"]:].ravel()
+    warm = [r for r in pick if r["mode"] == "warm" and r["load"] == "cg"]
+    cold = [r for r in pick if r["mode"] == "cold" and r["load"] == "nc"]
+    sd2 = float(np.mean([kept(r).std() for r in warm if r["n"] == 1]))
+    sdd = float(np.mean([kept(r).std() for r in cold if r["n"] == 1]))
+    mu2 = float(np.mean([kept(r).mean() for r in warm if r["n"] == 1]))
+    x, y = [], []
+    for r in warm:
+        n = r["n"]
+        x.append(n - 1.0)
+        y.append(kept(r).mean() - ISSUE_CYCLES * (n - 1) - float(slowest_load_wait(mu2, mu2, sd2, sd2, n, 0.0)))
+    x, y = np.asarray(x), np.asarray(y)
+    return {"l2_latency_spread_cycles": sd2, "dram_latency_spread_cycles": sdd,
+            "load_batch_cycles_per_load": float(x @ y / (x @ x))}
+
+
+def check_fields(res: dict, fields: dict[str, float]) -> list[tuple[int, float, float]]:
+    """(n, measured mean wait, model) of the cold one-warp rows (DRAM; not fitted): the model's wait for ``n`` loads
+    from DRAM, the single-load mean plus the issue of the further loads, the spread's slowest and the per-load
+    cycles."""
+    import numpy as np
+    from model.timing import slowest_load_wait
+    sms = max(r["blocks"] for r in res["rows"])
+    cold = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1
+            and r["mode"] == "cold" and r["load"] == "nc"]
+
+    def mean(n):
+        return float(np.mean([np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])
+                              [:, r["dropped_per_block"]:].mean() for r in cold if r["n"] == n]))
+    mu = mean(1)
+    sd = fields["dram_latency_spread_cycles"]
+    return [(n, mean(n), float(slowest_load_wait(mu, mu, sd, sd, n, 0.0)) + (ISSUE_CYCLES
+             + fields["load_batch_cycles_per_load"]) * (n - 1)) for n in sorted({r["n"] for r in cold})]
+
+
+FIELD_CASES = (("shared_rows", 0, 1, 1), ("own_rows", 0, 1, 1))
+"""The cases :func:`timing_fields` reads (blocks 0: every SM): what ``experiments/microbench.py`` runs."""
+
+
+def run(iters: int = 24, log=print, only: tuple | None = None) -> dict:
     import cupy as cp
     import numpy as np
     sms = device_sms()
     l2 = int(cp.cuda.Device().attributes["L2CacheSize"])
     flush_buf = cp.zeros(2 * l2 // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.float32)
-    todo = cases(sms)
+    todo = cases(sms) if only is None else [(p, b or sms, w, wd) for p, b, w, wd in only]
     words = max(geometry(*c, sms, iters)[1] * c[1] * c[2] + iters * max(SIZES) * geometry(*c, sms, iters)[0]
                 for c in todo) + 256
     src = cp.ones(words, dtype=cp.float32)
@@ -167,7 +229,12 @@ def run(iters: int = 24, log=print) -> dict:
                 log(f"{pattern:11s} {mode} {cache} blocks {blocks:3d} warps {warps:2d} width {width} n {n:2d}: "
                     f"median {row['median_cycles']:.0f}, mean {row['mean_cycles']:.0f}, p10 {row['p10_cycles']}, "
                     f"p90 {row['p90_cycles']} cycles")
-    return result("gemmscope.batch_latency", rows)
+    res = result("gemmscope.batch_latency", rows)
+    fields = timing_fields(res)
+    log("[timing] fields: " + ", ".join(f"{k} = {v:.4g}" for k, v in fields.items()))
+    log("DRAM check (n: measured / model cycles): " + ", ".join(f"{n}: {m:.0f} / {p:.0f}"
+                                                               for n, m, p in check_fields(res, fields)))
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -94,6 +94,13 @@ METHODS: dict[str, str] = {
                                 "(L2-resident), 8 blocks x 256 threads per SM, each warp's lanes 4 floats apart (the "
                                 "split-K epilogue's pattern: 16 sectors a request), 64 passes; 32 B x sector requests / "
                                 "time, median of 20",
+    "l2_latency_spread_cycles": "experiments/batch_latency.py: standard deviation of one warp's wait for one "
+                                "ld.global.cg line load that hits L2 (one warp an SM on every SM, both row patterns)",
+    "dram_latency_spread_cycles": "experiments/batch_latency.py: standard deviation of one warp's wait for one "
+                                  "LDG.E.CONSTANT line load from DRAM (the L2 flushed; one warp an SM on every SM, both "
+                                  "row patterns)",
+    "load_batch_cycles_per_load": "experiments/batch_latency.py: cycles each further L2 hit a warp waits for together "
+                                  "adds beyond its issue and the slowest latency, least squares over batches of 1-14",
 }
 assert set(METHODS) == set(TIMING_KEYS)
 
@@ -570,6 +577,14 @@ def run(log=print, state: dict | None = None) -> dict:
 
     for lvl in ("dram", "l2", "l1", "shared"):
         extra[f"{lvl}_latency_s"] = res[f"{lvl}_latency_cycles"] / res["sustained_clock_hz"]
+    # ---- a warp waiting for several loads: the latencies' spread and the cost of each further load
+    from . import batch_latency
+    batch = batch_latency.run(log=lambda _m: None, only=batch_latency.FIELD_CASES)
+    res.update(batch_latency.timing_fields(batch))
+    extra["batch_latency_dram_check"] = batch_latency.check_fields(batch, res)
+    log("batch waits: " + ", ".join(f"{k} {res[k]:.4g}" for k in ("l2_latency_spread_cycles",
+                                                                 "dram_latency_spread_cycles",
+                                                                 "load_batch_cycles_per_load")))
     extra["elapsed_s"] = time.perf_counter() - t_start
     state["parameters"] = {key: res[key] for key in TIMING_KEYS if key in res}
     return state

@@ -1479,6 +1479,45 @@ def _probe_narrow(cfg: KernelConfig, matrix: str) -> tuple[float, float]:
     return req, lines
 
 
+def lines_leading_dimension(ld: int) -> int:
+    """A leading dimension (words) with the same lines for :func:`warp_lines` as ``ld``: below 64 itself, else 64 plus
+    its residue mod 32 (rows at least two lines apart, their line phase kept)."""
+    ld = int(ld)
+    return ld if ld < 64 else 64 + ld % 32
+
+
+@functools.lru_cache(maxsize=None)
+def warp_lines(cfg: KernelConfig, tiles: int, K: int | None = None, N: int | None = None) -> float:
+    """Distinct 128-byte lines one warp's global loads (the steady path's, interior) touch in ``tiles`` consecutive
+    K tiles (k steps, for the naive kernel), averaged over the block's warps that load: the independent L2 / DRAM
+    requests a warp waits for, where its loads that fall in one line wait for one request (the naive kernel's A,
+    one row walked a word a k step: a line for 32 k steps; its B, a new row each k step, a line of its own unless
+    N is below 32 words). At A's leading dimension ``K`` and B's ``N`` (default: the probe size's; pass them through
+    :func:`lines_leading_dimension`). The timing model spreads them over the latencies the SASS loop waits in series
+    (:func:`model.timing._waited_latency`)."""
+    probe = _probe_describe(cfg, K=K, N=N)
+    full = (probe.m_tile, probe.n_tile, probe.k_tile)
+    g = geometry(cfg)
+    coefs = _coefs(2 * g.BM, N or 2 * g.BN, K or max(64, 4 * g.BK))
+    per_warp: dict[int, list[np.ndarray]] = {}
+    for acc in probe.globals:
+        if acc.op != "ld" or acc.per != "tile":
+            continue
+        off, act = acc.fn(*full)
+        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
+        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
+        if not act.any():
+            continue
+        step = coefs[acc.matrix][2] * probe.k_tile
+        tag = 0 if acc.matrix == "A" else 1 << 40            # A's and B's lines apart
+        lines = (off[None, :, :] + step * np.arange(max(int(tiles), 1))[:, None, None]) // (4 * SECTOR_WORDS) + tag
+        for w in np.flatnonzero(act.any(axis=1)):
+            per_warp.setdefault(int(w), []).append(lines[:, w, act[w]].ravel())
+    if not per_warp:
+        return 0.0
+    return float(np.mean([np.unique(np.concatenate(v)).size for v in per_warp.values()]))
+
+
 @functools.lru_cache(maxsize=None)
 def tag_bank_cycles(cfg: KernelConfig, K: int, N: int, gm: int, gn: int,
                     columns: tuple[int, ...]) -> tuple[tuple[float, float, float], ...]:

@@ -267,6 +267,13 @@ TIMING_FIELDS: tuple[TimingField, ...] = (
                 "split-K's epilogue when C does not fit): bytes of the buffer reduced a second"),
     TimingField("fp32_flop_per_s", "FLOP/s", 1e9, 1e16, False, "achieved FP32 FFMA throughput, all SMs"),
     TimingField("ffma_latency_cycles", "cycles", 1, 2000, False, "latency of a dependent FFMA"),
+    TimingField("l2_latency_spread_cycles", "cycles", 0.1, 2000, False,
+                "standard deviation of one L2 hit's latency (a warp waiting for several loads waits for the slowest)"),
+    TimingField("dram_latency_spread_cycles", "cycles", 0.1, 2000, False,
+                "standard deviation of one DRAM access's latency (L2 miss, TLB hit)"),
+    TimingField("load_batch_cycles_per_load", "cycles", 0.01, 200, False,
+                "cycles each further load a warp has in flight adds to its wait, beyond their issue and the "
+                "slowest latency"),
 )
 """Every field the ``[timing]`` table may hold (a closed set: a typo is refused, naming the field)."""
 

@@ -286,6 +286,9 @@ class Rates:
     dram_latency_cycles: float = 0.0
     l2_reduction_bytes_per_s: float = 0.0   # float reductions (RED.ADD.F32): 32 B x sector requests a second
     dram_reduction_bytes_per_s: float = 0.0  # float reductions into a buffer beyond the L2: its bytes a second
+    l2_spread_cycles: float = 0.0    # standard deviation of one L2 hit's latency (0: every load at the mean)
+    dram_spread_cycles: float = 0.0  # of one DRAM access's
+    batch_cycles_per_load: float = 0.0  # each further load a warp waits for together adds this beyond the slowest
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -342,9 +345,16 @@ def rates(gpu) -> Rates:
     copy = t.get("dram_copy_bandwidth_bytes_per_s") or gpu.copy_bandwidth_bytes_per_s or float(dram)
     dred = get("dram_reduction_bytes_per_s", float(copy) / 2.0,
                "float reductions beyond the L2 (half the DRAM copy bandwidth: every sector read and written back)")
+    # A warp waiting for several loads at once waits for the slowest (experiments/batch_latency.py): where the spec
+    # has no measured spread, every load takes the mean latency and the batch costs nothing beyond its issue
+    sd2 = float(t.get("l2_latency_spread_cycles", 0.0))
+    sdd = float(t.get("dram_latency_spread_cycles", 0.0))
+    per_load = float(t.get("load_batch_cycles_per_load", 0.0))
+    if not (sd2 or sdd or per_load):
+        notes.append("latency spread: none measured (a batch of loads waits one latency; experiments/batch_latency.py)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
                  lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
-                 max(dlat, lat), red, dred)
+                 max(dlat, lat), red, dred, sd2, sdd, per_load)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -407,6 +417,7 @@ class Profile:
     element_path_extra: float = 0.0         # instructions per warp and iteration the element path adds (K or N % 4 != 0)
     element_trace_extra: tuple = ()         # its lone-warp iteration minus the steady one, on the trace grid
     held_issue_cycles: float = 0.0          # of instructions_per_warp: cycles its FFMAs' a-c bank conflicts hold the scheduler
+    loop_tiles: int = 1                     # K tiles (k steps) one iteration of the SASS loop covers
 
 
 _COUNT_FIELDS = ("warps", "ffma_warp", "lds_instructions", "sts_instructions", "gld_requests", "bar_warp",
@@ -521,7 +532,7 @@ def _profile_columns(cnt: Mapping[str, np.ndarray], facts: Sequence, geos: Seque
             "shared_instr": cnt["lds_instructions"] + cnt["sts_instructions"], "local_stores": stl,
             "bank_conflicts": bank, "gld_wf": gld_wf, "has_wf": has_wf, "exits": exits, "fetch": fetch,
             "queue": queue, "queue_blocks": qblocks, "copies": copies, "code": code, "elem": elem,
-            "elem_trace": elem_trace, "held": held}
+            "elem_trace": elem_trace, "held": held, "loop_tiles": np.maximum(np.round(1.0 / per), 1.0)}
 
 
 @lru_cache(maxsize=100_000)
@@ -555,7 +566,7 @@ def profile(cfg: KernelConfig, arch: str, registers: int | None = None) -> Profi
                    queue_cycles=tuple(float(x) for x in c["queue"]), queue_blocks=int(c["queue_blocks"]),
                    async_copies=float(c["copies"]), code_bytes=tuple(float(x) for x in c["code"]),
                    element_path_extra=float(c["elem"]), element_trace_extra=tuple(map(tuple, c["elem_trace"].tolist())),
-                   held_issue_cycles=float(c["held"]))
+                   held_issue_cycles=float(c["held"]), loop_tiles=int(c["loop_tiles"]))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -606,6 +617,7 @@ class ProfileArrays:
     swizzle: np.ndarray      # block-order group (launch-level option; 1 = row-major launch order)
     vred: np.ndarray         # 1: split-K slices add C with 16-byte vector reductions where C's rows are 16-byte aligned
     cfg: np.ndarray          # the KernelConfig of each entry (object array): the simulator's C stores of edge blocks
+    loop_tiles: np.ndarray   # K tiles (k steps) one iteration of the SASS loop covers
 
     def __getitem__(self, idx) -> "ProfileArrays":
         return ProfileArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
@@ -1132,23 +1144,76 @@ def _wave_walk_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
     return ua + extra[0], ub + extra[1], writes, foot_a, foot_b
 
 
-def _waited_latency(r: Rates, pa: ProfileArrays, f) -> np.ndarray:
-    """Unloaded latency of the global loads one warp waits for at once when no barrier ties it to the
-    block's other warps (cycles): the L2 hit latency, or DRAM's when any of the 32-byte sectors it waits
-    for is read from DRAM. A sector is read from DRAM with the probability ``f`` = DRAM read bytes / L2
-    read bytes (the traffic model's L2 miss ratio; unlike a barrier loop's blocks, these warps drift apart once
-    blocks start as others finish, so a read from DRAM is waited for by the warp that missed, not by every warp of
-    the wave: with the wave's share of :func:`_wave_walks` at every size, the seed's 32x32 block at one per SM came
-    out slower than 16x16 at six, the reverse of the forced-residency measurement; a launch of one wave, whose
-    blocks all start at once, takes the wave's share: :func:`evaluate`); the warp waits for ``n`` sectors at once (its global
-    loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four - over the
-    latencies in series per iteration), whether it fetched
-    them or another warp did (a hit on a miss in flight waits for the miss), and the slowest sets the
-    wait: ``L2 + (DRAM - L2) (1 - (1 - f)^n)``."""
-    chain = (pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2])
-    n = pa.gld_sectors / pa.warps / np.maximum(chain, 0.05)
-    miss = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), np.maximum(n, 1.0))
-    return r.l2_latency_cycles + (r.dram_latency_cycles - r.l2_latency_cycles) * miss
+def slowest_load_wait(l2, dram, l2_spread, dram_spread, n, p) -> np.ndarray:
+    """Mean latency (cycles) of the slowest of ``n`` independent loads: each from DRAM with probability ``p``, else
+    an L2 hit, each level's latency normal (mean ``l2`` / ``dram``, standard deviation ``l2_spread`` /
+    ``dram_spread``): ``E[max] = x0 + integral of (1 - F(x)^n)`` over ``x >= x0``, ``F`` the mixture's distribution
+    function. Without spreads ``l2 + (dram - l2) (1 - (1 - p)^n)``: the slowest level. Arrays broadcast; ``n`` >= 1
+    need not be whole (``F^n``). A warp waiting for the loads it has in flight waits this long after the last is
+    issued, plus ``Rates.batch_cycles_per_load`` for each further load: on the H200 (``experiments/batch_latency.py``)
+    one warp's wait for 1-14 lines from DRAM is within 3.4 % of that with the single load's spread (the per-load
+    cycles fitted on its L2 rows)."""
+    from scipy.special import ndtr
+    l2, dram, sd2, sdd, n, p = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in
+                                                     (l2, dram, l2_spread, dram_spread, n, p)))
+    n = np.maximum(n, 1.0)
+    p = np.clip(p, 0.0, 1.0)
+    step = l2 + (dram - l2) * (1.0 - np.power(1.0 - p, n))
+    if not (np.any(sd2 > 0) or np.any(sdd > 0)):
+        return step
+    s2, sd = np.maximum(sd2, 1e-3), np.maximum(sdd, 1e-3)
+    lo = np.minimum(l2 - 8.0 * s2, dram - 8.0 * sd)
+    hi = np.maximum(l2 + 8.0 * s2, dram + 8.0 * sd)
+    u = np.linspace(0.0, 1.0, 801)
+    x = lo[..., None] + (hi - lo)[..., None] * u
+    F = ((1.0 - p)[..., None] * ndtr((x - l2[..., None]) / s2[..., None])
+         + p[..., None] * ndtr((x - dram[..., None]) / sd[..., None]))
+    tail = 1.0 - np.power(F, n[..., None])
+    return lo + np.trapezoid(tail, x, axis=-1)
+
+
+def _warp_lines(pa: ProfileArrays, K, N) -> np.ndarray:
+    """Per row: the distinct lines a warp of a barrier-free loop loads per K tile, over its SASS loop's tiles, at the
+    row's leading dimensions (:func:`model.simulate.warp_lines`); 0 for loops with a barrier (not needed)."""
+    from .simulate import lines_leading_dimension, warp_lines
+    out = np.zeros(len(pa))
+    take = np.flatnonzero(pa.barriers <= 0)
+    if not take.size:
+        return out
+    Kt = np.broadcast_to(np.asarray(K), (len(pa),))[take]
+    Nt = np.broadcast_to(np.asarray(N), (len(pa),))[take]
+    codes, objs = _config_codes(pa.cfg[take])
+    rows, inv = _distinct_rows(codes, pa.loop_tiles[take], [lines_leading_dimension(k) for k in Kt],
+                               [lines_leading_dimension(x) for x in Nt])
+    vals = np.array([warp_lines(objs[c], int(t), int(k), int(x)) / int(t) for c, t, k, x in rows])
+    out[take] = vals[inv]
+    return out
+
+
+def _waited_latency(r: Rates, pa: ProfileArrays, f, lines) -> np.ndarray:
+    """Latency of the global loads one warp waits for at once when no barrier ties it to the
+    block's other warps (cycles): the slowest of them (:func:`slowest_load_wait`), each an L2 hit or, where a
+    32-byte sector it waits for is read from DRAM, DRAM's. A sector is read from DRAM with the probability ``f`` = DRAM
+    read bytes / L2 read bytes (the traffic model's L2 miss ratio; unlike a barrier loop's blocks, these warps drift
+    apart once blocks start as others finish, so a read from DRAM is waited for by the warp that missed, not by every
+    warp of the wave: with the wave's share of :func:`_wave_walks` at every size, the seed's 32x32 block at one per
+    SM came out slower than 16x16 at six, the reverse of the forced-residency measurement; a launch of one wave,
+    whose blocks all start at once, takes the wave's share: :func:`evaluate`). The warp waits for ``n`` sectors at
+    once (its global loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four -
+    over the latencies in series per iteration), whether it fetched them or another warp did (a hit on a miss in
+    flight waits for the miss); they lie in ``m`` distinct 128-byte lines (the warp's distinct lines over the SASS
+    loop's K tiles, :func:`model.simulate.warp_lines`, over the same latencies), each line an independent draw of the
+    latency, from DRAM when any of its sectors is: ``1 - (1 - f)^(n/m)``; and each of its ``k`` load instructions in
+    flight beyond the first adds ``batch_cycles_per_load``. With no spread measured this is
+    ``L2 + (DRAM - L2) (1 - (1 - f)^n)``, the slowest level alone."""
+    chain = np.maximum((pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]), 0.05)
+    n = np.maximum(pa.gld_sectors / pa.warps / chain, 1.0)
+    m = np.where(lines > 0, np.maximum(lines / chain, 1.0), n)
+    m = np.minimum(m, n)
+    p = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), n / m)
+    k = np.maximum(pa.gld_instr / pa.warps / chain, 1.0)
+    return (slowest_load_wait(r.l2_latency_cycles, r.dram_latency_cycles, r.l2_spread_cycles, r.dram_spread_cycles,
+                              m, p) + r.batch_cycles_per_load * (k - 1.0))
 
 
 def _dram_share_waited(pa: ProfileArrays, fa, fb) -> np.ndarray:
@@ -1297,7 +1362,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # launch of one wave every block starts at once and the warps that share a line ask for it together, as a
     # barrier loop's blocks do (the wave's DRAM share); otherwise the L2 miss ratio (_waited_latency).
     f_nb = np.where(waves <= 1, 0.5 * (f_a + f_b), dram_reads / np.maximum(l2_reads, 1.0))
-    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb))
+    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb, _warp_lines(pa, K, N)))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     copy_extra = _edge_copies(pa, M, N, K, gm, gn)
@@ -1420,7 +1485,8 @@ _PROFILE_ATTR = {"warps": "warps", "k_tile": "k_tile", "instr": "instructions_pe
                  "bank_conflicts": "bank_conflicts", "gld_wf": "global_load_wavefronts",
                  "has_wf": "l1_tag_limited", "exits": "exit_pattern", "fetch": "fetch_cycles",
                  "queue": "queue_cycles", "queue_blocks": "queue_blocks", "copies": "async_copies",
-                 "code": "code_bytes", "elem": "element_path_extra", "elem_trace": "element_trace_extra"}
+                 "code": "code_bytes", "elem": "element_path_extra", "elem_trace": "element_trace_extra",
+                 "loop_tiles": "loop_tiles"}
 
 
 def _object_column(items: Sequence) -> np.ndarray:
