@@ -138,7 +138,7 @@ ISSUE_CYCLES = 4.0           # cycles between the batch's loads: their control c
 
 def timing_fields(res: dict) -> dict[str, float]:
     """The ``[timing]`` fields this run measures (the spec's ``l2_latency_spread_cycles``,
-    ``dram_latency_spread_cycles``, ``load_batch_cycles_per_load``), from its one-warp-an-SM rows on every SM with
+    ``dram_latency_spread_cycles``, ``batch_wait_per_load_cycles``), from its one-warp-an-SM rows on every SM with
     4-byte loads: the standard deviation of one load's latency (batches of one; L2: warm ``cg`` rows, DRAM: cold
     ``nc`` rows, both patterns pooled), and the cycles each further load adds beyond its issue and the slowest of the
     loads' latencies (:func:`model.timing.slowest_load_wait` with the L2 spread), fitted by least squares on the
@@ -146,7 +146,8 @@ def timing_fields(res: dict) -> dict[str, float]:
     import numpy as np
     from model.timing import slowest_load_wait
     sms = max(r["blocks"] for r in res["rows"])
-    pick = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1]
+    pick = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1
+            and r["pattern"] in ("shared_rows", "own_rows")]
 
     def kept(r):
         return np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])[:, r["dropped_per_block"]:].ravel()
@@ -161,8 +162,43 @@ def timing_fields(res: dict) -> dict[str, float]:
         x.append(n - 1.0)
         y.append(kept(r).mean() - ISSUE_CYCLES * (n - 1) - float(slowest_load_wait(mu2, mu2, sd2, sd2, n, 0.0)))
     x, y = np.asarray(x), np.asarray(y)
-    return {"l2_latency_spread_cycles": sd2, "dram_latency_spread_cycles": sdd,
-            "load_batch_cycles_per_load": float(x @ y / (x @ x))}
+    out = {"l2_latency_spread_cycles": sd2, "dram_latency_spread_cycles": sdd,
+           "batch_wait_per_load_cycles": float(x @ y / (x @ x))}
+    page = page_fit(res, out)
+    if page is not None:
+        out["dram_page_bytes"] = float(page[0])
+    return out
+
+
+PAGE_CANDIDATES = (256, 512, 1024, 2048, 4096)   # bytes
+
+
+def page_fit(res: dict, fields: dict[str, float]) -> tuple[int, dict[int, float]] | None:
+    """The DRAM segment (of :data:`PAGE_CANDIDATES`) whose lines a warp gets together: the one whose model - the
+    slowest of as many independent DRAM latencies (``fields``' spread) as the segments a batch's lines fall in, plus
+    the further loads' issue and per-load cycles - is closest (MAPE) to the cold ``own_rows_P`` batches (every SM, one
+    warp each; rows ``P`` words apart from an aligned start); with the MAPE of each candidate. None without them."""
+    import numpy as np
+    from model.timing import slowest_load_wait
+    cold = [r for r in res["rows"] if r["pattern"].startswith("own_rows_") and r["mode"] == "cold"
+            and r["warps_per_block"] == 1 and r["width_words"] == 1]
+    if not cold:
+        return None
+    mean = {}
+    for r in cold:
+        c = np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])[:, r["dropped_per_block"]:]
+        mean.setdefault((r["pitch_words"], r["n"]), []).append(c.mean())
+    mu = float(np.mean([np.mean(v) for (p, n), v in mean.items() if n == 1]))
+    sd, c = fields["dram_latency_spread_cycles"], fields["batch_wait_per_load_cycles"]
+    score = {}
+    for S in PAGE_CANDIDATES:
+        err = []
+        for (p, n), v in mean.items():
+            segs = len({(j * p * 4) // S for j in range(n)})
+            model = float(slowest_load_wait(mu, mu, sd, sd, segs, 0.0)) + (ISSUE_CYCLES + c) * (n - 1)
+            err.append(abs(model / float(np.mean(v)) - 1))
+        score[S] = float(np.mean(err))
+    return min(score, key=score.get), score
 
 
 def check_fields(res: dict, fields: dict[str, float]) -> list[tuple[int, float, float]]:
@@ -173,7 +209,7 @@ def check_fields(res: dict, fields: dict[str, float]) -> list[tuple[int, float, 
     from model.timing import slowest_load_wait
     sms = max(r["blocks"] for r in res["rows"])
     cold = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1
-            and r["mode"] == "cold" and r["load"] == "nc"]
+            and r["mode"] == "cold" and r["load"] == "nc" and r["pattern"] in ("shared_rows", "own_rows")]
 
     def mean(n):
         return float(np.mean([np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])
@@ -181,10 +217,10 @@ def check_fields(res: dict, fields: dict[str, float]) -> list[tuple[int, float, 
     mu = mean(1)
     sd = fields["dram_latency_spread_cycles"]
     return [(n, mean(n), float(slowest_load_wait(mu, mu, sd, sd, n, 0.0)) + (ISSUE_CYCLES
-             + fields["load_batch_cycles_per_load"]) * (n - 1)) for n in sorted({r["n"] for r in cold})]
+             + fields["batch_wait_per_load_cycles"]) * (n - 1)) for n in sorted({r["n"] for r in cold})]
 
 
-FIELD_CASES = (("shared_rows", 0, 1, 1), ("own_rows", 0, 1, 1))
+FIELD_CASES = (("shared_rows", 0, 1, 1), ("own_rows", 0, 1, 1)) + tuple((f"own_rows_{p}", 0, 1, 1) for p in PITCHES)
 """The cases :func:`timing_fields` reads (blocks 0: every SM): what ``experiments/microbench.py`` runs."""
 
 

@@ -99,7 +99,9 @@ METHODS: dict[str, str] = {
     "dram_latency_spread_cycles": "experiments/batch_latency.py: standard deviation of one warp's wait for one "
                                   "LDG.E.CONSTANT line load from DRAM (the L2 flushed; one warp an SM on every SM, both "
                                   "row patterns)",
-    "load_batch_cycles_per_load": "experiments/batch_latency.py: cycles each further L2 hit a warp waits for together "
+    "dram_page_bytes": "experiments/batch_latency.py: of 256 B - 4 KiB, the DRAM segment whose lines arrive together "
+                       "that best fits one warp's wait for 1-14 lines from DRAM at row pitches of 128 B - 16 KiB",
+    "batch_wait_per_load_cycles": "experiments/batch_latency.py: cycles each further L2 hit a warp waits for together "
                                   "adds beyond its issue and the slowest latency, least squares over batches of 1-14",
 }
 assert set(METHODS) == set(TIMING_KEYS)
@@ -583,8 +585,8 @@ def run(log=print, state: dict | None = None) -> dict:
     res.update(batch_latency.timing_fields(batch))
     extra["batch_latency_dram_check"] = batch_latency.check_fields(batch, res)
     log("batch waits: " + ", ".join(f"{k} {res[k]:.4g}" for k in ("l2_latency_spread_cycles",
-                                                                 "dram_latency_spread_cycles",
-                                                                 "load_batch_cycles_per_load")))
+                                                                 "dram_latency_spread_cycles", "dram_page_bytes",
+                                                                 "batch_wait_per_load_cycles")))
     extra["elapsed_s"] = time.perf_counter() - t_start
     state["parameters"] = {key: res[key] for key in TIMING_KEYS if key in res}
     return state

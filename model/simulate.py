@@ -1479,22 +1479,25 @@ def _probe_narrow(cfg: KernelConfig, matrix: str) -> tuple[float, float]:
     return req, lines
 
 
-def lines_leading_dimension(ld: int) -> int:
-    """A leading dimension (words) with the same lines for :func:`warp_lines` as ``ld``: below 64 itself, else 64 plus
-    its residue mod 32 (rows at least two lines apart, their line phase kept)."""
-    ld = int(ld)
-    return ld if ld < 64 else 64 + ld % 32
+def lines_leading_dimension(ld: int, unit_words: int = 32) -> int:
+    """A leading dimension (words) with the same segments for :func:`warp_lines` as ``ld`` at segments of up to
+    ``unit_words`` words: below twice the segment itself, else two segments plus its residue (rows at least two
+    segments apart, their phase kept)."""
+    ld, u = int(ld), max(int(unit_words), 32)
+    return ld if ld < 2 * u else 2 * u + ld % u
 
 
 @functools.lru_cache(maxsize=None)
-def warp_lines(cfg: KernelConfig, tiles: int, K: int | None = None, N: int | None = None) -> float:
-    """Distinct 128-byte lines one warp's global loads (the steady path's, interior) touch in ``tiles`` consecutive
-    K tiles (k steps, for the naive kernel), averaged over the block's warps that load: the independent L2 / DRAM
-    requests a warp waits for, where its loads that fall in one line wait for one request (the naive kernel's A,
-    one row walked a word a k step: a line for 32 k steps; its B, a new row each k step, a line of its own unless
-    N is below 32 words). At A's leading dimension ``K`` and B's ``N`` (default: the probe size's; pass them through
-    :func:`lines_leading_dimension`). The timing model spreads them over the latencies the SASS loop waits in series
-    (:func:`model.timing._waited_latency`)."""
+def warp_lines(cfg: KernelConfig, tiles: int, K: int | None = None, N: int | None = None,
+               unit_bytes: int = 128) -> float:
+    """Distinct aligned ``unit_bytes`` segments (default: 128-byte lines) one warp's global loads (the steady
+    path's, interior) touch in ``tiles`` consecutive K tiles (k steps, for the naive kernel), averaged over the
+    block's warps that load: the independent L2 / DRAM requests a warp waits for, where its loads that fall in one
+    line wait for one request (the naive kernel's A, one row walked a word a k step: a line for 32 k steps; its B, a
+    new row each k step, a line of its own unless N is below 32 words), and lines in one DRAM page arrive together
+    (``unit_bytes`` = the page: ``experiments/batch_latency.py``). At A's leading dimension ``K`` and B's ``N``
+    (default: the probe size's; pass them through :func:`lines_leading_dimension`), each matrix aligned. The timing
+    model spreads them over the latencies the SASS loop waits in series (:func:`model.timing._waited_latency`)."""
     probe = _probe_describe(cfg, K=K, N=N)
     full = (probe.m_tile, probe.n_tile, probe.k_tile)
     g = geometry(cfg)
@@ -1509,8 +1512,9 @@ def warp_lines(cfg: KernelConfig, tiles: int, K: int | None = None, N: int | Non
         if not act.any():
             continue
         step = coefs[acc.matrix][2] * probe.k_tile
-        tag = 0 if acc.matrix == "A" else 1 << 40            # A's and B's lines apart
-        lines = (off[None, :, :] + step * np.arange(max(int(tiles), 1))[:, None, None]) // (4 * SECTOR_WORDS) + tag
+        tag = 0 if acc.matrix == "A" else 1 << 40            # A's and B's segments apart
+        words = max(int(unit_bytes) // BYTES_PER_ELEMENT, 1)
+        lines = (off[None, :, :] + step * np.arange(max(int(tiles), 1))[:, None, None]) // words + tag
         for w in np.flatnonzero(act.any(axis=1)):
             per_warp.setdefault(int(w), []).append(lines[:, w, act[w]].ravel())
     if not per_warp:

@@ -271,7 +271,10 @@ TIMING_FIELDS: tuple[TimingField, ...] = (
                 "standard deviation of one L2 hit's latency (a warp waiting for several loads waits for the slowest)"),
     TimingField("dram_latency_spread_cycles", "cycles", 0.1, 2000, False,
                 "standard deviation of one DRAM access's latency (L2 miss, TLB hit)"),
-    TimingField("load_batch_cycles_per_load", "cycles", 0.01, 200, False,
+    TimingField("dram_page_bytes", "B", 32, 1 << 20, False,
+                "bytes of DRAM whose lines a warp waiting for several loads gets together (one latency draw; beyond "
+                "them each line's latency is its own)"),
+    TimingField("batch_wait_per_load_cycles", "cycles", 0.01, 200, False,
                 "cycles each further load a warp has in flight adds to its wait, beyond their issue and the "
                 "slowest latency"),
 )

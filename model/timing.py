@@ -289,6 +289,7 @@ class Rates:
     l2_spread_cycles: float = 0.0    # standard deviation of one L2 hit's latency (0: every load at the mean)
     dram_spread_cycles: float = 0.0  # of one DRAM access's
     batch_cycles_per_load: float = 0.0  # each further load a warp waits for together adds this beyond the slowest
+    dram_page_bytes: int = 128       # a warp's lines within one such DRAM page arrive together (one latency draw)
 
 
 # Architectural estimates for a GPU whose spec has no [timing] entry for a field. They are published
@@ -349,12 +350,13 @@ def rates(gpu) -> Rates:
     # has no measured spread, every load takes the mean latency and the batch costs nothing beyond its issue
     sd2 = float(t.get("l2_latency_spread_cycles", 0.0))
     sdd = float(t.get("dram_latency_spread_cycles", 0.0))
-    per_load = float(t.get("load_batch_cycles_per_load", 0.0))
+    per_load = float(t.get("batch_wait_per_load_cycles", 0.0))
+    page = int(t.get("dram_page_bytes", 128))
     if not (sd2 or sdd or per_load):
         notes.append("latency spread: none measured (a batch of loads waits one latency; experiments/batch_latency.py)")
     return Rates(clock, gpu.sm_count, gpu.sub_partitions, shared / (gpu.sm_count * clock * 128.0), l2, float(dram),
                  lat, l1, sh, launch, gpu.l2_bytes, tuple(notes), gpu.warp_size / gpu.ld_st_units_per_sm,
-                 max(dlat, lat), red, dred, sd2, sdd, per_load)
+                 max(dlat, lat), red, dred, sd2, sdd, per_load, page)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1172,9 +1174,10 @@ def slowest_load_wait(l2, dram, l2_spread, dram_spread, n, p) -> np.ndarray:
     return lo + np.trapezoid(tail, x, axis=-1)
 
 
-def _warp_lines(pa: ProfileArrays, K, N) -> np.ndarray:
-    """Per row: the distinct lines a warp of a barrier-free loop loads per K tile, over its SASS loop's tiles, at the
-    row's leading dimensions (:func:`model.simulate.warp_lines`); 0 for loops with a barrier (not needed)."""
+def _warp_lines(pa: ProfileArrays, K, N, unit_bytes: int = 128) -> np.ndarray:
+    """Per row: the distinct ``unit_bytes`` segments (DRAM pages) a warp of a barrier-free loop loads per K tile, over
+    its SASS loop's tiles, at the row's leading dimensions (:func:`model.simulate.warp_lines`); 0 for loops with a
+    barrier (not needed)."""
     from .simulate import lines_leading_dimension, warp_lines
     out = np.zeros(len(pa))
     take = np.flatnonzero(pa.barriers <= 0)
@@ -1183,9 +1186,10 @@ def _warp_lines(pa: ProfileArrays, K, N) -> np.ndarray:
     Kt = np.broadcast_to(np.asarray(K), (len(pa),))[take]
     Nt = np.broadcast_to(np.asarray(N), (len(pa),))[take]
     codes, objs = _config_codes(pa.cfg[take])
-    rows, inv = _distinct_rows(codes, pa.loop_tiles[take], [lines_leading_dimension(k) for k in Kt],
-                               [lines_leading_dimension(x) for x in Nt])
-    vals = np.array([warp_lines(objs[c], int(t), int(k), int(x)) / int(t) for c, t, k, x in rows])
+    u = max(int(unit_bytes) // BYTES_PER_ELEMENT, 32)
+    rows, inv = _distinct_rows(codes, pa.loop_tiles[take], [lines_leading_dimension(k, u) for k in Kt],
+                               [lines_leading_dimension(x, u) for x in Nt])
+    vals = np.array([warp_lines(objs[c], int(t), int(k), int(x), int(unit_bytes)) / int(t) for c, t, k, x in rows])
     out[take] = vals[inv]
     return out
 
@@ -1201,10 +1205,11 @@ def _waited_latency(r: Rates, pa: ProfileArrays, f, lines) -> np.ndarray:
     whose blocks all start at once, takes the wave's share: :func:`evaluate`). The warp waits for ``n`` sectors at
     once (its global loads' 32-byte sectors per iteration - a broadcast is one sector, a full 128-byte line four -
     over the latencies in series per iteration), whether it fetched them or another warp did (a hit on a miss in
-    flight waits for the miss); they lie in ``m`` distinct 128-byte lines (the warp's distinct lines over the SASS
-    loop's K tiles, :func:`model.simulate.warp_lines`, over the same latencies), each line an independent draw of the
-    latency, from DRAM when any of its sectors is: ``1 - (1 - f)^(n/m)``; and each of its ``k`` load instructions in
-    flight beyond the first adds ``batch_cycles_per_load``. With no spread measured this is
+    flight waits for the miss); they lie in ``m`` distinct DRAM pages (``dram_page_bytes``; 128-byte lines where the
+    spec has none: the warp's distinct pages over the SASS loop's K tiles, :func:`model.simulate.warp_lines`, over
+    the same latencies), each page an independent draw of the latency (its lines arrive together), from DRAM when any
+    of its sectors is: ``1 - (1 - f)^(n/m)``; and each of its ``k`` load instructions in flight beyond the first
+    adds ``batch_cycles_per_load`` (``experiments/batch_latency.py``). With no spread measured this is
     ``L2 + (DRAM - L2) (1 - (1 - f)^n)``, the slowest level alone."""
     chain = np.maximum((pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]), 0.05)
     n = np.maximum(pa.gld_sectors / pa.warps / chain, 1.0)
@@ -1362,7 +1367,7 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     # launch of one wave every block starts at once and the warps that share a line ask for it together, as a
     # barrier loop's blocks do (the wave's DRAM share); otherwise the L2 miss ratio (_waited_latency).
     f_nb = np.where(waves <= 1, 0.5 * (f_a + f_b), dram_reads / np.maximum(l2_reads, 1.0))
-    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb, _warp_lines(pa, K, N)))
+    lg = np.where(pa.barriers > 0, lsync, _waited_latency(r, pa, f_nb, _warp_lines(pa, K, N, r.dram_page_bytes)))
     l1_left = _l1_bytes_left(gpu, bps, pa.smem)
     ldl_lat = np.where(bps * pa.warps * 32 * pa.local_bytes <= l1_left, r.l1_latency_cycles, r.l2_latency_cycles)
     copy_extra = _edge_copies(pa, M, N, K, gm, gn)

@@ -31,6 +31,10 @@ PARAMS = {
     "dram_reduction_bytes_per_s": 2.1e11,
     "fp32_flop_per_s": 1.55e13,
     "ffma_latency_cycles": 4.02,
+    "l2_latency_spread_cycles": 17.0,
+    "dram_latency_spread_cycles": 120.0,
+    "dram_page_bytes": 1024.0,
+    "batch_wait_per_load_cycles": 1.5,
 }
 
 
@@ -91,7 +95,11 @@ def test_check_against_spec_reports_an_implausible_measurement(tmp_path: Path) -
 
 def test_shipped_h200_json_rebuilds_its_table() -> None:
     # the shipped [timing] table is the one written by the 2026-11-30 run, plus the L2 reduction rate of the
-    # 2026-12-01 run (a field the 2026-11-30 version did not measure)
+    # 2026-12-01 run (a field the 2026-11-30 version did not measure), plus the batch waits of experiments/batch_latency
+    # (2026-12-02: its main and pitch runs, which microbench.py now runs itself)
+    import gzip
+
+    from experiments.batch_latency import timing_fields
     stored = json.loads((REPO / "experiments/results/h200/microbench-2026-11-30.json").read_text())
     block = mb.toml_from_result(stored)
     data = tomllib.loads((GPU_DIR / "h200.toml").read_text(encoding="utf-8"))
@@ -100,11 +108,17 @@ def test_shipped_h200_json_rebuilds_its_table() -> None:
         later = json.loads((REPO / "experiments/results/h200" / name).read_text())
         data["timing"].update({k: v for k, v in tomllib.loads(mb.toml_from_result(later))["timing"].items()
                                if k not in data["timing"]})
+    batch = [json.loads(gzip.open(REPO / "experiments/results/h200" / f"batch_latency_{s}-2026-12-02.json.gz").read())
+             for s in ("main", "pitches")]
+    fields = timing_fields({"rows": batch[0]["rows"] + batch[1]["rows"]})
+    data["timing"].update({k: {"value": v, "source": "experiments/batch_latency.py"} for k, v in fields.items()})
     spec = parse_gpu(data, "h200 with the rebuilt table")
     shipped = load_gpu("h200").timing
     assert spec.missing_timing == ()
     assert set(spec.timing) == set(shipped)
-    assert set(shipped) - set(stored["parameters"]) == {"l2_reduction_bytes_per_s", "dram_reduction_bytes_per_s"}
+    assert set(shipped) - set(stored["parameters"]) == {"l2_reduction_bytes_per_s", "dram_reduction_bytes_per_s",
+                                                        "l2_latency_spread_cycles", "dram_latency_spread_cycles",
+                                                        "dram_page_bytes", "batch_wait_per_load_cycles"}
     for k, v in spec.timing.items():
         assert v == pytest.approx(shipped[k], rel=2e-3), k
 
@@ -657,3 +671,23 @@ def test_batch_latency_issues_every_load_of_a_batch_between_its_clock_stamps() -
         window = ops[first + 1: ops.index("CLOCK", first + 1)]
         assert window[:n] == ["LDG"] * n and "LDG" not in window[n:], (n, width, cache, window)
         assert window[n] == "FADD", (n, width, cache, window)
+
+
+def test_batch_latency_fields_reproduce_the_dram_batches_they_were_not_fitted_on() -> None:
+    """The H200's batch-wait fields (gpus/h200.toml) from the shipped runs: the spreads and per-load cycles from the
+    main run (the per-load cycles fitted on its L2 rows), the DRAM page from the pitch run; the main run's DRAM
+    batches of 1-14 lines, not fitted, within 4 % of the model; the page the best of the candidates by a margin."""
+    import gzip
+
+    from experiments.batch_latency import check_fields, page_fit, timing_fields
+    runs = [json.loads(gzip.open(REPO / "experiments/results/h200" / f"batch_latency_{s}-2026-12-02.json.gz").read())
+            for s in ("main", "pitches")]
+    fields = timing_fields(runs[0])
+    checks = check_fields(runs[0], fields)
+    assert len(checks) == 10 and all(abs(model / measured - 1) < 0.04 for _, measured, model in checks), checks
+    page, score = page_fit(runs[1], fields)
+    assert page == 1024 and sorted(score.values())[1] > score[1024] + 0.004
+    shipped = load_gpu("h200").timing
+    assert shipped["dram_page_bytes"] == page
+    for k, v in fields.items():
+        assert shipped[k] == pytest.approx(v, rel=1e-4), k

@@ -78,6 +78,9 @@ def test_rtx4060() -> None:
     assert g.copy_bandwidth_bytes_per_s is None and not g.cublas_sgemm_flop_per_s
 
 
+_BATCH_FIELDS = ("l2_latency_spread_cycles", "dram_latency_spread_cycles", "dram_page_bytes", "batch_wait_per_load_cycles")
+
+
 def test_h200() -> None:
     g = load_gpu("h200")
     assert g.compute_capability == "9.0"
@@ -102,7 +105,8 @@ def test_h200() -> None:
     # 132 SMs x 128 B x 1.98 GHz = 33.45 TB/s; every entry sourced to the microbenchmark
     assert 0.9 * 66.9e12 < g.timing["fp32_flop_per_s"] <= 66.9e12
     assert 0.9 * 33.45e12 < g.timing["shared_bandwidth_bytes_per_s"] <= 33.45e12
-    assert all("microbench" in g.sources[f"timing.{k}"] for k in g.timing if k != "sustained_clock_hz")
+    assert all(("batch_latency" if k in _BATCH_FIELDS else "microbench") in g.sources[f"timing.{k}"]
+               for k in g.timing if k != "sustained_clock_hz")
     # the clock under load: nvidia-smi read 1980 MHz during every sweep row
     assert g.timing["sustained_clock_hz"] == pytest.approx(1.98e9, rel=1e-3)
     assert "clock64" in g.sources["timing.sustained_clock_hz"]
@@ -365,7 +369,8 @@ def test_timing_fields_schema() -> None:
         "dram_read_bandwidth_bytes_per_s", "dram_copy_bandwidth_bytes_per_s", "launch_overhead_s"}
     assert {"fp32_flop_per_s", "ffma_latency_cycles"} <= set(keys) - set(TIMING_REQUIRED)
     for f in TIMING_FIELDS:   # the unit is in the name
-        suffix = {"cycles": "_cycles", "Hz": "_hz", "B/s": "_bytes_per_s", "s": "_s", "FLOP/s": "_flop_per_s"}[f.unit]
+        suffix = {"cycles": "_cycles", "Hz": "_hz", "B/s": "_bytes_per_s", "s": "_s", "FLOP/s": "_flop_per_s",
+                  "B": "_bytes"}[f.unit]
         assert f.key.endswith(suffix), f.key
 
 

@@ -220,26 +220,65 @@ def test_naive_32x32_at_one_block_per_sm_is_about_as_fast_as_16x16_at_six() -> N
 
 
 def test_a_loop_without_a_barrier_waits_the_l2_latency_one_with_a_barrier_the_loaded_one() -> None:
-    from model.timing import _waited_latency
+    from model.timing import _warp_lines, _waited_latency
     r = rates(H200)
     (pa,), _ = _arrays_for(H200, [KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")], None)
-    # operands from L2 (miss ratio 0): the L2 hit latency; all from DRAM: DRAM's
-    assert _waited_latency(r, pa, np.array([0.0]))[0] == pytest.approx(r.l2_latency_cycles)
-    assert _waited_latency(r, pa, np.array([1.0]))[0] == pytest.approx(r.dram_latency_cycles)
-    mid = _waited_latency(r, pa, np.array([0.01]))[0]
+    lines = _warp_lines(pa[np.array([0])], 4096, 4096, r.dram_page_bytes)
+    flat = replace(r, l2_spread_cycles=0.0, dram_spread_cycles=0.0, batch_cycles_per_load=0.0)
+    # without a spread, operands from L2 (miss ratio 0): the L2 hit latency; all from DRAM: DRAM's
+    assert _waited_latency(flat, pa, np.array([0.0]), lines)[0] == pytest.approx(r.l2_latency_cycles)
+    assert _waited_latency(flat, pa, np.array([1.0]), lines)[0] == pytest.approx(r.dram_latency_cycles)
+    mid = _waited_latency(flat, pa, np.array([0.01]), lines)[0]
     assert r.l2_latency_cycles < mid < r.dram_latency_cycles
+    # the H200's spreads (experiments/batch_latency.py): the slowest of the warp's loads, above each level's mean
+    hit, miss = (_waited_latency(r, pa, np.array([f]), lines)[0] for f in (0.0, 1.0))
+    assert r.l2_latency_cycles + 10 < hit < r.l2_latency_cycles + 80
+    assert r.dram_latency_cycles + 100 < miss < r.dram_latency_cycles + 400
+
+
+def test_the_slowest_of_a_batch_grows_with_its_draws_and_the_spread() -> None:
+    from model.timing import slowest_load_wait
+    n = np.array([1.0, 2.0, 4.0, 8.0, 14.0])
+    w = slowest_load_wait(290.0, 690.0, 18.0, 150.0, n, 1.0)
+    assert w[0] == pytest.approx(690.0, abs=1.0) and np.all(np.diff(w) > 0)
+    # the expected maximum of n standard normals: 0.564 (n = 2), 1.029 (4), 1.424 (8)
+    assert (w[1:4] - 690.0) / 150.0 == pytest.approx([0.564, 1.029, 1.424], abs=0.01)
+    # no spread: the slowest level, l2 + (dram - l2)(1 - (1 - p)^n)
+    flat = slowest_load_wait(290.0, 690.0, 0.0, 0.0, n, 0.1)
+    assert flat == pytest.approx(290.0 + 400.0 * (1 - 0.9 ** n))
+    # a small spread: close to that
+    assert slowest_load_wait(290.0, 690.0, 0.01, 0.01, n, 0.1) == pytest.approx(flat, rel=0.01)
+
+
+def test_a_warp_gets_the_lines_of_one_dram_page_together() -> None:
+    from model.simulate import lines_leading_dimension, warp_lines
+    c = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
+    # 16 k steps of the coalesced naive kernel: B's 16 rows (a line each at N = 4096) and A's one row (64 bytes)
+    assert warp_lines(c, 16, 4096, 4096) == 17
+    # in 1 KiB pages: B's rows 16 KiB apart each its own; at N = 16 (64-byte rows; the warp's 32 lanes reach 64 bytes
+    # into the next row) 16 rows span 1152 bytes, two pages, and A's 64 bytes one
+    assert warp_lines(c, 16, lines_leading_dimension(4096, 256), lines_leading_dimension(4096, 256), 1024) == 17
+    assert warp_lines(c, 16, 4096, 16, 1024) == 3
+    # the reduced leading dimension keeps the count
+    for ld in (100, 300, 777, 4099):
+        assert (warp_lines(c, 16, 64, lines_leading_dimension(ld, 256), 1024)
+                == warp_lines(c, 16, 64, ld, 1024)), ld
 
 
 def test_sixteen_load_store_units_halve_the_naive_kernels_rate() -> None:
     # The naive kernel issues two 4-byte loads per FFMA: on an SM with 16 LD/ST units (GA102, AD10x)
     # each takes 2 cycles of the load/store pipe instead of 1; a kernel of 128-bit shared loads, whose
     # wavefronts take longer than the issue, barely notices.
-    half = replace(H200, ld_st_units_per_sm=16)
+    # (the H200 without its batch-wait fields: one latency a wait, as on the GPUs the test is about)
+    from types import MappingProxyType
+    base = replace(H200, timing=MappingProxyType({k: v for k, v in H200.timing.items() if k not in (
+        "l2_latency_spread_cycles", "dram_latency_spread_cycles", "dram_page_bytes", "batch_wait_per_load_cycles")}))
+    half = replace(base, ld_st_units_per_sm=16)
     naive = KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")
     wide = KernelConfig.parse("05:BM=128,BN=128,BK=8,TM=8,TN=8")
-    slow = predict(half, naive, 4096, 4096, 4096).time_s / predict(H200, naive, 4096, 4096, 4096).time_s
+    slow = predict(half, naive, 4096, 4096, 4096).time_s / predict(base, naive, 4096, 4096, 4096).time_s
     assert slow > 1.5
-    assert predict(half, wide, 4096, 4096, 4096).time_s / predict(H200, wide, 4096, 4096, 4096).time_s < 1.05
+    assert predict(half, wide, 4096, 4096, 4096).time_s / predict(base, wide, 4096, 4096, 4096).time_s < 1.05
     for key in ("rtxa6000", "rtx3090", "rtx4060", "rtx4090"):
         assert rates(load_gpu(key)).lsu_cycles == 2.0, key
     for key in ("h200", "h100", "a100"):
@@ -604,7 +643,7 @@ def test_a_one_wave_launch_without_a_barrier_waits_for_its_first_touches() -> No
     (pa,), _ = _arrays_for(H200, [cfg], None)
     r = rates(H200)
     small = predict_rows(H200, [cfg], [(336, 304, 400)])["latency_cycles"][0]
-    ratio = mt._waited_latency(r, pa, np.array([0.02]))[0]         # a few percent of misses, as over many waves
+    ratio = mt._waited_latency(r, pa, np.array([0.02]), mt._warp_lines(pa[np.array([0])], 400, 304, r.dram_page_bytes))[0]
     assert small > ratio + 100 and small > r.l2_latency_cycles + 0.7 * (r.dram_latency_cycles - r.l2_latency_cycles)
     # the seed's multi-wave comparison (test_naive_32x32_at_one_block_per_sm_is_about_as_fast_as_16x16_at_six) keeps
     # the miss ratio
