@@ -1458,20 +1458,27 @@ def _tag_operand(cfg: KernelConfig, matrix: str, ld: int, tiles: int, k_tiles: i
     return total
 
 
-@functools.lru_cache(maxsize=None)
-def _probe_narrow(cfg: KernelConfig, matrix: str) -> tuple[float, float]:
-    """(warp-level requests, 128-byte lines) per interior block and K tile of the steady path's 4-byte loads of
-    ``matrix`` at the probe size."""
-    probe = _probe_describe(cfg)
-    full = (probe.m_tile, probe.n_tile, probe.k_tile)
-    req = lines = 0.0
-    for acc in probe.globals:
-        if acc.op != "ld" or acc.per != "tile" or acc.matrix != matrix or acc.width != 1:
+def _tile_loads(kern: _Kernel):
+    """``(access, offsets, active)`` of each global load of ``kern``'s K tile that some lane of an interior block
+    issues (offsets in words, both ``(warps, 32)``)."""
+    full = (kern.m_tile, kern.n_tile, kern.k_tile)
+    for acc in kern.globals:
+        if acc.op != "ld" or acc.per != "tile":
             continue
         off, act = acc.fn(*full)
         off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
         act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
-        if not act.any():
+        if act.any():
+            yield acc, off, act
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_narrow(cfg: KernelConfig, matrix: str) -> tuple[float, float]:
+    """(warp-level requests, 128-byte lines) per interior block and K tile of the steady path's 4-byte loads of
+    ``matrix`` at the probe size."""
+    req = lines = 0.0
+    for acc, off, act in _tile_loads(_probe_describe(cfg)):
+        if acc.matrix != matrix or acc.width != 1:
             continue
         r_, _ = global_requests_sectors(off, act)
         req += float(r_.sum())
@@ -1499,18 +1506,10 @@ def warp_lines(cfg: KernelConfig, tiles: int, K: int | None = None, N: int | Non
     (default: the probe size's; pass them through :func:`lines_leading_dimension`), each matrix aligned. The timing
     model spreads them over the latencies the SASS loop waits in series (:func:`model.timing._waited_latency`)."""
     probe = _probe_describe(cfg, K=K, N=N)
-    full = (probe.m_tile, probe.n_tile, probe.k_tile)
     g = geometry(cfg)
     coefs = _coefs(2 * g.BM, N or 2 * g.BN, K or max(64, 4 * g.BK))
     per_warp: dict[int, list[np.ndarray]] = {}
-    for acc in probe.globals:
-        if acc.op != "ld" or acc.per != "tile":
-            continue
-        off, act = acc.fn(*full)
-        off = np.asarray(off, dtype=np.int64).reshape(-1, WARP_SIZE)
-        act = np.asarray(act, dtype=bool).reshape(-1, WARP_SIZE)
-        if not act.any():
-            continue
+    for acc, off, act in _tile_loads(probe):
         step = coefs[acc.matrix][2] * probe.k_tile
         tag = 0 if acc.matrix == "A" else 1 << 40            # A's and B's segments apart
         words = max(int(unit_bytes) // BYTES_PER_ELEMENT, 1)
