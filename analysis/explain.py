@@ -203,7 +203,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
               f"the warp's waited sectors misses L2" + (
                   f"; the slowest of the loads it waits for together (latencies spread by {rt.l2_spread_cycles:.0f} "
                   f"and {rt.dram_spread_cycles:.0f} cycles, its lines in one {rt.dram_page_bytes}-byte DRAM page "
-                  f"one draw) plus {rt.batch_cycles_per_load:.2f} cycles for each further load, "
+                  f"one draw) plus {rt.batch_wait_per_load_cycles:.2f} cycles for each further load, "
                   f"experiments/batch_latency.py" if (rt.l2_spread_cycles or rt.dram_spread_cycles) else ""))
     load_txt = (f"one warp alone needs {_fmt_cycles(t1)} cycles per {step} for {prof.instructions_per_warp:,.0f} "
                 f"instructions at a {_fmt_cycles(lg)}-cycle global latency ({why_lg}; {chain:.2f} latencies in "

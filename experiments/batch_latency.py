@@ -136,6 +136,19 @@ def geometry(pattern: str, blocks: int, warps: int, width: int, sms: int, iters:
 ISSUE_CYCLES = 4.0           # cycles between the batch's loads: their control codes' stall count (the SASS test checks it)
 
 
+def _kept(row: dict):
+    """A row's batch cycles less the first ``dropped_per_block`` batches of each warp (numpy, flat)."""
+    import numpy as np
+    return np.asarray(row["cycles"], dtype=np.float64).reshape(-1, row["iters"])[:, row["dropped_per_block"]:].ravel()
+
+
+def _one_warp_rows(res: dict, mode: str, load: str) -> list[dict]:
+    """The rows of one warp an SM on every SM with 4-byte loads in the two main patterns, of this mode and load."""
+    sms = max(r["blocks"] for r in res["rows"])
+    return [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1
+            and r["pattern"] in ("shared_rows", "own_rows") and r["mode"] == mode and r["load"] == load]
+
+
 def timing_fields(res: dict) -> dict[str, float]:
     """The ``[timing]`` fields this run measures (the spec's ``l2_latency_spread_cycles``,
     ``dram_latency_spread_cycles``, ``batch_wait_per_load_cycles``), from its one-warp-an-SM rows on every SM with
@@ -145,22 +158,15 @@ def timing_fields(res: dict) -> dict[str, float]:
     warm rows (the cold rows are the check: ``check_fields``)."""
     import numpy as np
     from model.timing import slowest_load_wait
-    sms = max(r["blocks"] for r in res["rows"])
-    pick = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1
-            and r["pattern"] in ("shared_rows", "own_rows")]
-
-    def kept(r):
-        return np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])[:, r["dropped_per_block"]:].ravel()
-    warm = [r for r in pick if r["mode"] == "warm" and r["load"] == "cg"]
-    cold = [r for r in pick if r["mode"] == "cold" and r["load"] == "nc"]
-    sd2 = float(np.mean([kept(r).std() for r in warm if r["n"] == 1]))
-    sdd = float(np.mean([kept(r).std() for r in cold if r["n"] == 1]))
-    mu2 = float(np.mean([kept(r).mean() for r in warm if r["n"] == 1]))
+    warm, cold = _one_warp_rows(res, "warm", "cg"), _one_warp_rows(res, "cold", "nc")
+    sd2 = float(np.mean([_kept(r).std() for r in warm if r["n"] == 1]))
+    sdd = float(np.mean([_kept(r).std() for r in cold if r["n"] == 1]))
+    mu2 = float(np.mean([_kept(r).mean() for r in warm if r["n"] == 1]))
     x, y = [], []
     for r in warm:
         n = r["n"]
         x.append(n - 1.0)
-        y.append(kept(r).mean() - ISSUE_CYCLES * (n - 1) - float(slowest_load_wait(mu2, mu2, sd2, sd2, n, 0.0)))
+        y.append(_kept(r).mean() - ISSUE_CYCLES * (n - 1) - float(slowest_load_wait(mu2, mu2, sd2, sd2, n, 0.0)))
     x, y = np.asarray(x), np.asarray(y)
     out = {"l2_latency_spread_cycles": sd2, "dram_latency_spread_cycles": sdd,
            "batch_wait_per_load_cycles": float(x @ y / (x @ x))}
@@ -186,8 +192,7 @@ def page_fit(res: dict, fields: dict[str, float]) -> tuple[int, dict[int, float]
         return None
     mean = {}
     for r in cold:
-        c = np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])[:, r["dropped_per_block"]:]
-        mean.setdefault((r["pitch_words"], r["n"]), []).append(c.mean())
+        mean.setdefault((r["pitch_words"], r["n"]), []).append(_kept(r).mean())
     mu = float(np.mean([np.mean(v) for (p, n), v in mean.items() if n == 1]))
     sd, c = fields["dram_latency_spread_cycles"], fields["batch_wait_per_load_cycles"]
     score = {}
@@ -207,13 +212,10 @@ def check_fields(res: dict, fields: dict[str, float]) -> list[tuple[int, float, 
     cycles."""
     import numpy as np
     from model.timing import slowest_load_wait
-    sms = max(r["blocks"] for r in res["rows"])
-    cold = [r for r in res["rows"] if r["blocks"] == sms and r["warps_per_block"] == 1 and r["width_words"] == 1
-            and r["mode"] == "cold" and r["load"] == "nc" and r["pattern"] in ("shared_rows", "own_rows")]
+    cold = _one_warp_rows(res, "cold", "nc")
 
     def mean(n):
-        return float(np.mean([np.asarray(r["cycles"], dtype=np.float64).reshape(-1, r["iters"])
-                              [:, r["dropped_per_block"]:].mean() for r in cold if r["n"] == n]))
+        return float(np.mean([_kept(r).mean() for r in cold if r["n"] == n]))
     mu = mean(1)
     sd = fields["dram_latency_spread_cycles"]
     return [(n, mean(n), float(slowest_load_wait(mu, mu, sd, sd, n, 0.0)) + (ISSUE_CYCLES
@@ -232,15 +234,15 @@ def run(iters: int = 24, log=print, only: tuple | None = None) -> dict:
     flush_buf = cp.zeros(2 * l2 // 4, dtype=cp.float32)
     sink = cp.zeros(1, dtype=cp.float32)
     todo = cases(sms) if only is None else [(p, b or sms, w, wd) for p, b, w, wd in only]
-    words = max(geometry(*c, sms, iters)[1] * c[1] * c[2] + iters * max(SIZES) * geometry(*c, sms, iters)[0]
-                for c in todo) + 256
+    shapes = {c: geometry(*c, sms, iters) for c in todo}          # (pitch, block step, warm window rows)
+    words = max(g[1] * c[1] * c[2] + iters * max(SIZES) * g[0] for c, g in shapes.items()) + 256
     src = cp.ones(words, dtype=cp.float32)
     slots = max(b * w for _, b, w, _ in todo)
     out = cp.zeros(slots * 32, dtype=cp.float32)
     lat = cp.zeros(slots * iters, dtype=cp.int64)
     rows = []
     for pattern, blocks, warps, width in todo:
-        pitch, block_step, window_rows = geometry(pattern, blocks, warps, width, sms, iters)
+        pitch, block_step, window_rows = shapes[pattern, blocks, warps, width]
         for mode, cache in MODES:
             for n in SIZES:
                 if (n - 1) * pitch * 4 >= IMMEDIATE_LIMIT:

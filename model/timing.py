@@ -288,7 +288,7 @@ class Rates:
     dram_reduction_bytes_per_s: float = 0.0  # float reductions into a buffer beyond the L2: its bytes a second
     l2_spread_cycles: float = 0.0    # standard deviation of one L2 hit's latency (0: every load at the mean)
     dram_spread_cycles: float = 0.0  # of one DRAM access's
-    batch_cycles_per_load: float = 0.0  # each further load a warp waits for together adds this beyond the slowest
+    batch_wait_per_load_cycles: float = 0.0  # each further load a warp waits for together adds this beyond the slowest
     dram_page_bytes: int = 128       # a warp's lines within one such DRAM page arrive together (one latency draw)
 
 
@@ -1152,8 +1152,8 @@ def slowest_load_wait(l2, dram, l2_spread, dram_spread, n, p) -> np.ndarray:
     ``dram_spread``): ``E[max] = x0 + integral of (1 - F(x)^n)`` over ``x >= x0``, ``F`` the mixture's distribution
     function. Without spreads ``l2 + (dram - l2) (1 - (1 - p)^n)``: the slowest level. Arrays broadcast; ``n`` >= 1
     need not be whole (``F^n``). A warp waiting for the loads it has in flight waits this long after the last is
-    issued, plus ``Rates.batch_cycles_per_load`` for each further load: on the H200 (``experiments/batch_latency.py``)
-    one warp's wait for 1-14 lines from DRAM is within 3.4 % of that with the single load's spread (the per-load
+    issued, plus ``Rates.batch_wait_per_load_cycles`` for each further load: on the H200 (``experiments/batch_latency.py``)
+    one warp's wait for 1-14 lines from DRAM is within 3.0 % of that with the single load's spread (the per-load
     cycles fitted on its L2 rows)."""
     from scipy.special import ndtr
     l2, dram, sd2, sdd, n, p = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in
@@ -1209,7 +1209,7 @@ def _waited_latency(r: Rates, pa: ProfileArrays, f, lines) -> np.ndarray:
     spec has none: the warp's distinct pages over the SASS loop's K tiles, :func:`model.simulate.warp_lines`, over
     the same latencies), each page an independent draw of the latency (its lines arrive together), from DRAM when any
     of its sectors is: ``1 - (1 - f)^(n/m)``; and each of its ``k`` load instructions in flight beyond the first
-    adds ``batch_cycles_per_load`` (``experiments/batch_latency.py``). With no spread measured this is
+    adds ``batch_wait_per_load_cycles`` (``experiments/batch_latency.py``). With no spread measured this is
     ``L2 + (DRAM - L2) (1 - (1 - f)^n)``, the slowest level alone."""
     chain = np.maximum((pa.trace[:, -1, 0] - pa.trace[:, -2, 0]) / (TRACE_GLOBAL[-1] - TRACE_GLOBAL[-2]), 0.05)
     n = np.maximum(pa.gld_sectors / pa.warps / chain, 1.0)
@@ -1218,7 +1218,7 @@ def _waited_latency(r: Rates, pa: ProfileArrays, f, lines) -> np.ndarray:
     p = 1.0 - np.power(1.0 - np.clip(f, 0.0, 1.0), n / m)
     k = np.maximum(pa.gld_instr / pa.warps / chain, 1.0)
     return (slowest_load_wait(r.l2_latency_cycles, r.dram_latency_cycles, r.l2_spread_cycles, r.dram_spread_cycles,
-                              m, p) + r.batch_cycles_per_load * (k - 1.0))
+                              m, p) + r.batch_wait_per_load_cycles * (k - 1.0))
 
 
 def _dram_share_waited(pa: ProfileArrays, fa, fb) -> np.ndarray:

@@ -644,7 +644,7 @@ def test_batch_latency_issues_every_load_of_a_batch_between_its_clock_stamps() -
     after the first add, which waits for the first load: hence -O1, experiments.batch_latency.OPTIONS)."""
     pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (requirements-facts.txt) not installed")
     import tempfile
-    from experiments.batch_latency import OPTIONS, SIZES, SRC
+    from experiments.batch_latency import ISSUE_CYCLES, OPTIONS, SIZES, SRC
     from tools.compiler_facts import _check, _nvrtc, disassemble
 
     nv = _nvrtc()
@@ -671,6 +671,9 @@ def test_batch_latency_issues_every_load_of_a_batch_between_its_clock_stamps() -
         window = ops[first + 1: ops.index("CLOCK", first + 1)]
         assert window[:n] == ["LDG"] * n and "LDG" not in window[n:], (n, width, cache, window)
         assert window[n] == "FADD", (n, width, cache, window)
+        # the loads issue ISSUE_CYCLES apart (their control codes' stall counts), as timing_fields takes them
+        stalls = [i.stall for i in ins[first + 1: first + n]]
+        assert stalls == [ISSUE_CYCLES] * (n - 1), (n, width, cache, stalls)
 
 
 def test_batch_latency_fields_reproduce_the_dram_batches_they_were_not_fitted_on() -> None:

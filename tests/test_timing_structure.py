@@ -224,7 +224,7 @@ def test_a_loop_without_a_barrier_waits_the_l2_latency_one_with_a_barrier_the_lo
     r = rates(H200)
     (pa,), _ = _arrays_for(H200, [KernelConfig.parse("naive:BX=32,BY=32,COALESCED=1")], None)
     lines = _warp_lines(pa[np.array([0])], 4096, 4096, r.dram_page_bytes)
-    flat = replace(r, l2_spread_cycles=0.0, dram_spread_cycles=0.0, batch_cycles_per_load=0.0)
+    flat = replace(r, l2_spread_cycles=0.0, dram_spread_cycles=0.0, batch_wait_per_load_cycles=0.0)
     # without a spread, operands from L2 (miss ratio 0): the L2 hit latency; all from DRAM: DRAM's
     assert _waited_latency(flat, pa, np.array([0.0]), lines)[0] == pytest.approx(r.l2_latency_cycles)
     assert _waited_latency(flat, pa, np.array([1.0]), lines)[0] == pytest.approx(r.dram_latency_cycles)
