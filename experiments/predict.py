@@ -59,6 +59,9 @@ def prediction_rows(sweep, spec, model: str = "timing", skip: set | None = None)
             row.update(time_s=None, flop_per_s=None, bound=None, error=str(exc))
         else:
             row.update(time_s=p.time_s, flop_per_s=p.flop_per_s, bound=p.bound)
+            if getattr(p, "time_refill_random_s", None) is not None:
+                # the alternative the model does not predict: the later blocks dealt in random order (scored apart)
+                row["time_refill_random_s"] = p.time_refill_random_s
         rows.append(row)
     return rows
 

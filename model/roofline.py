@@ -68,6 +68,7 @@ class Prediction:
     waves: int                      # ceil(blocks / (SMs x blocks per SM))
     intensity_flop_per_byte: dict = field(hash=False, compare=False)   # per level: dram, shared (None: no such level)
     notes: tuple[str, ...] = ()
+    time_refill_random_s: float | None = None   # the time if the later blocks fill the freed slots in random order
 
     @property
     def flop_per_s(self) -> float:
@@ -87,6 +88,7 @@ class Prediction:
             "occupancy": None if self.occupancy is None else self.occupancy.to_json(),
             "blocks": self.blocks, "waves": self.waves,
             "intensity_flop_per_byte": dict(self.intensity_flop_per_byte), "notes": list(self.notes),
+            "time_refill_random_s": self.time_refill_random_s,
         }
 
 

@@ -135,7 +135,9 @@ than the lone-warp trace's. The trace's global-latency stall is taken at ``lg / 
 
 *Rounds, waves and the tail.* With ``b`` blocks resident per SM (occupancy, or the forced cap), an SM
 given ``n = ceil(blocks / SMs)`` blocks runs ``n // b`` full rounds of ``b`` blocks and one partial
-round (the last, partly filled wave), each of ``ceil(K / k_tile)`` iterations plus the block's
+round (the last, partly filled wave; the even deal - the blocks after the first wave go to the slots that free
+first, ``experiments/block_trace.py``, and where those free in random order the busiest SM takes more:
+:func:`busiest_sm_rounds`, whose time is reported beside the prediction, ``time_refill_random_s``), each of ``ceil(K / k_tile)`` iterations plus the block's
 **prologue** (its traced latency) and **epilogue** (its instructions and C stores: a cycle a line and a cycle a
 sector of each store, ``experiments/store_patterns.py``; four 4-byte stores for each 16-byte one where C's rows are
 not 16-byte aligned). A loop without a barrier
@@ -1146,6 +1148,45 @@ def _wave_walk_order(m: int, n: int, k: int, bm: int, bn: int, w: int, cap: floa
     return ua + extra[0], ub + extra[1], writes, foot_a, foot_b
 
 
+def busiest_sm_rounds(blocks, sms: int, bps, random_order: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(full rounds, blocks of the last, partial round: 0 if none) that the busiest SM runs, per row.
+
+    A launch of at most one wave is dealt evenly: ``ceil(blocks / SMs)`` to the busiest SM, the first wave's blocks
+    round-robin (``experiments/dispatch.py``: exactly that in all 23 launches). Every block after the first wave goes
+    to the slot that frees first (``experiments/block_trace.py``: in 16 of 18 traced GEMM launches the blocks of the
+    last wave started on exactly the slots whose blocks ended first). Which slots free first is the order in which
+    the blocks of the wave before end, and that varies with the kernel: where the blocks of one SM end together, the
+    SMs that finish first take ``b`` blocks each (rung 12's split-K at 3072x22x2240: the 120 blocks after the first
+    wave went to 73 SMs, two to most); where they end far apart, one slot of each SM frees first and the deal is
+    even again (rung 08 at 2048^3: 116 blocks on 116 SMs). Taken as a random order: the last wave's ``L`` blocks
+    fill ``L`` of the ``SMs x b`` slots at random, an SM's share is hypergeometric, and the busiest SM takes the
+    largest ``j`` that at least half an SM is expected to get (``SMs x P(X >= j) >= 1/2``) after ``W - 1`` full
+    rounds (``W = ceil(blocks / (SMs x b))`` waves). Measured busiest SM (block_trace, 18 launches of rungs 01-12):
+    this count in 11, one or two blocks fewer in 6 (the even deal's), more in 1."""
+    from scipy.stats import hypergeom
+    blocks = np.asarray(blocks, dtype=np.int64)
+    bps = np.broadcast_to(np.asarray(bps, dtype=np.int64), blocks.shape)
+    per_sm = -(-blocks // sms)
+    full, rem = per_sm // bps, per_sm % bps
+    slots = sms * bps
+    waves = -(-blocks // slots)
+    multi = waves > 1
+    if not random_order or not multi.any():
+        return full, rem
+    left = (blocks - (waves - 1) * slots)[multi]
+    keys, inv = np.unique(np.stack([left, bps[multi]]), axis=1, return_inverse=True)
+    L, b = keys
+    j = np.arange(1, int(b.max()) + 1)
+    tail = hypergeom.sf(j[None, :] - 1, (sms * b)[:, None], L[:, None], b[:, None])     # P(an SM gets >= j)
+    ok = (sms * tail >= 0.5) & (j[None, :] <= b[:, None])
+    m = np.maximum(np.where(ok, j[None, :], 0).max(axis=1), 1)[np.ravel(inv)]
+    bm = bps[multi]
+    full, rem = full.copy(), rem.copy()
+    full[multi] = np.where(m >= bm, waves[multi], waves[multi] - 1)
+    rem[multi] = np.where(m >= bm, 0, m)
+    return full, rem
+
+
 def slowest_load_wait(l2, dram, l2_spread, dram_spread, n, p) -> np.ndarray:
     """Mean latency (cycles) of the slowest of ``n`` independent loads: each from DRAM with probability ``p``, else
     an L2 hit, each level's latency normal (mean ``l2`` / ``dram``, standard deviation ``l2_spread`` /
@@ -1292,8 +1333,10 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     bps = np.maximum(np.asarray(pa.bps), 1)
     if max_blocks_per_sm is not None:
         bps = np.minimum(bps, np.maximum(np.asarray(max_blocks_per_sm), 1))
-    per_sm = -(-blocks // r.sms)
-    full, rem = per_sm // bps, per_sm % bps
+    # the busiest SM's rounds: the first wave dealt evenly, later blocks to the slots that free first - one slot of
+    # each SM in turn (the even deal) or in random order (busiest_sm_rounds)
+    full, rem = busiest_sm_rounds(blocks, r.sms, bps, random_order=False)
+    full_r, rem_r = busiest_sm_rounds(blocks, r.sms, bps, random_order=True)
     # Traffic.
     a_bytes = (BYTES_PER_ELEMENT * M * K).astype(np.float64)
     b_bytes = (BYTES_PER_ELEMENT * K * N).astype(np.float64)
@@ -1373,7 +1416,6 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     copy_extra = _edge_copies(pa, M, N, K, gm, gn)
     l1_wf = _l1_wavefronts(pa, K, N, gpu.arch, copy_extra, M, lines0)
     t_full, parts_full = _round_cycles(bps, pa, lg, ldl_lat, r, prm, l1_wf)
-    t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
     # Once per block: the prologue (traced latency of the code before the loop) and the epilogue (its
     # instructions, issued by the block's warps, and its C stores: a cycle for each 128-byte line and each 32-byte
     # sector of every store instruction, model.facts.STORE_PATH - a store whose 32 lanes write 32 rows costs 64).
@@ -1445,16 +1487,32 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
 
     def once(bb, t_round, parts_round):
         return pro_exposed(bb) + epilogue(bb, np.where(drift, nk * np.maximum(t_round - parts_round[0], 0.0), 0.0))
-    rounds = full + (rem > 0)
-    # the first round streams in the code it runs, later rounds only when the code their blocks run exceeds the cache
-    fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)
-                          + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0),
-                          first(t_rem, np.maximum(rem, 1)))
-    once_cycles = full * once(bps, t_full, parts_full) + np.where(rem > 0, once(np.maximum(rem, 1), t_rem, parts_rem), 0.0)
-    sm_cycles = nk * (full * t_full + np.where(rem > 0, t_rem, 0.0)) + once_cycles + fetch_cold
-    parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
-    parts[0] = parts[0] + fetch_cold
-    parts[3] = parts[3] + full * pro_exposed(bps) + np.where(rem > 0, pro_exposed(np.maximum(rem, 1)), 0.0)
+    def busiest(full, rem):
+        """(SM cycles, their parts, cold fetch, once-per-block cycles) of an SM that runs ``full`` rounds of ``bps``
+        blocks and a last round of ``rem``."""
+        t_rem, parts_rem = _round_cycles(np.maximum(rem, 1), pa, lg, ldl_lat, r, prm, l1_wf)
+        # the first round streams in the code it runs, later rounds only when the code their blocks run exceeds
+        # the cache
+        fetch_cold = np.where(full >= 1, first(t_full, bps) + np.maximum(full - 1, 0) * cold(t_full, bps)
+                              + np.where(rem > 0, cold(t_rem, np.maximum(rem, 1)), 0.0),
+                              first(t_rem, np.maximum(rem, 1)))
+        once_cycles = (full * once(bps, t_full, parts_full)
+                       + np.where(rem > 0, once(np.maximum(rem, 1), t_rem, parts_rem), 0.0))
+        sm_cycles = nk * (full * t_full + np.where(rem > 0, t_rem, 0.0)) + once_cycles + fetch_cold
+        parts = nk * (full * parts_full + np.where(rem > 0, parts_rem, 0.0))
+        parts[0] = parts[0] + fetch_cold
+        parts[3] = parts[3] + full * pro_exposed(bps) + np.where(rem > 0, pro_exposed(np.maximum(rem, 1)), 0.0)
+        return sm_cycles, parts, fetch_cold, once_cycles
+
+    sm_cycles, parts, fetch_cold, once_cycles = busiest(full, rem)
+    # The deal of the blocks after the first wave to the slots that free first in random order (busiest_sm_rounds):
+    # the busiest SM's cycles where it takes more blocks than the even deal gives it - the time the launch takes
+    # when its slots free in that order (experiments/block_trace.py: 10 of 16 traced launches nearer it, 6 nearer
+    # the even deal); reported beside the prediction, not in it
+    refill_differs = (full_r != full) | (rem_r != rem)
+    sm_cycles_r = sm_cycles
+    if refill_differs.any():
+        sm_cycles_r = np.where(refill_differs, busiest(full_r, rem_r)[0], sm_cycles)
     t_sm = sm_cycles / r.clock_hz
     # The memory system is further pipes of the same network: the SMs' time and the L2 and DRAM transfer
     # times overlap as the SM's own pipes do (the same exponent p), so traffic that does not bind still
@@ -1462,6 +1520,8 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
     pp = prm.p
     time_s = (t_sm ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s + t_zero
     time_s = np.where(launchable, time_s, np.inf)
+    time_r = ((sm_cycles_r / r.clock_hz) ** pp + t_l2 ** pp + t_dram ** pp) ** (1.0 / pp) + r.launch_overhead_s + t_zero
+    time_r = np.where(launchable, time_r, np.inf)
     limits = parts / r.clock_hz
     all_limits = np.concatenate([limits, t_l2[None], t_dram[None]])
     # The binding limit is the one that sets the time: the SM (then its largest part) or L2 or DRAM.
@@ -1476,7 +1536,9 @@ def evaluate(gpu, pa: ProfileArrays, M, N, K, prm: TimingParams | None = None,
             "code_run_bytes": run_bytes, "once_cycles": once_cycles, "store_path_cycles": store_path,
             "copy_duplicate_wavefronts": copy_extra, "l1_wavefronts": l1_wf,
             "c_stores_element": n_off & (pa.store_lines_element > pa.store_lines),
-            "code_first_round_bytes": np.where(full >= 1, first_stream(bps), first_stream(np.maximum(rem, 1)))}
+            "code_first_round_bytes": np.where(full >= 1, first_stream(bps), first_stream(np.maximum(rem, 1))),
+            "busiest_sm_blocks": full * bps + rem, "busiest_sm_blocks_refill_random": full_r * bps + rem_r,
+            "time_refill_random_s": time_r}
 
 
 # Profile attribute of each ProfileArrays column that comes from the profile.
@@ -1643,6 +1705,12 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                      f"{float(r['zero_s']) * 1e6:.1f} us, added to the time")
     if max_blocks_per_sm is not None:
         notes.append(f"residency forced to at most {max_blocks_per_sm} block(s) per SM")
+    be, br = int(r["busiest_sm_blocks"]), int(r["busiest_sm_blocks_refill_random"])
+    if br != be:
+        notes.append(f"the last wave's deal: the blocks after the first wave go to the slots that free first; one slot "
+                     f"of each SM in turn leaves the busiest SM {be} blocks (this prediction), slots freeing in random "
+                     f"order {br}: {float(r['time_refill_random_s']) * 1e6:.1f} us (on the H200 10 of 16 traced "
+                     f"launches came nearer the random order, 6 the even deal: experiments/block_trace.py)")
     if prof.source != "sass":
         notes.append("no compiler facts with a loop trace for this config: instructions and latency estimated")
     if K % 4 or N % 4:
@@ -1659,7 +1727,7 @@ def predict(gpu, cfg: KernelConfig, M: int, N: int, K: int, registers: int | Non
                       bound=LIMITS[int(r["bound"])], roofs=roofs, occupancy=occ, blocks=int(r["blocks"]),
                       waves=int(r["waves"]),
                       intensity_flop_per_byte={"l2": flops / float(r["l2_bytes"]), "dram": flops / float(r["dram_bytes"])},
-                      notes=tuple(notes))
+                      notes=tuple(notes), time_refill_random_s=float(r["time_refill_random_s"]))
 
 
 # --------------------------------------------------------------------------------------------------
