@@ -55,6 +55,22 @@ CASES: tuple[tuple[str, int, int, int], ...] = (
 """(config key, M, N, K): launches of more than one wave whose last wave is partly filled, from the shipped rows
 where the even deal and a deal to the slots that free first predict different times (both directions)."""
 
+K12 = "12:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8"
+K10S = "10:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=1,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=4"
+K11 = "11:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3,SPREAD=1"
+K10 = "10:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3"
+K08 = "08:BM=64,BN=128,BK=8,WM=32,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=1,STAGES=3"
+ORDER_CASES: tuple[tuple[str, int, int, int], ...] = (
+    (K12, 3072, 128, 1024), (K12, 3072, 22, 4096), (K12, 4736, 64, 2048), (K12, 6848, 4, 1024),
+    (K10S, 768, 512, 4096), (K10S, 1024, 384, 8192),
+    (K11, 3072, 2048, 1024), (K11, 2432, 2432, 1024),
+    (K10, 2432, 2432, 2432), (K10, 3072, 2048, 2048),
+    (K08, 1536, 2816, 2048), (K08, 2048, 2048, 1024),
+    ("06:BM=64,BN=128,BK=8,TM=16,TN=4", 2048, 2048, 1024), ("06:BM=64,BN=32,BK=16,TM=4,TN=8", 2048, 2048, 1024),
+)
+"""(``--set order``) Configs of CASES whose deal came out random (12, 11, 06 16x4) or even (10, 08, 06 64x32x16) at
+other sizes: is the order a property of the kernel or of the launch?"""
+
 PROBE = r"""
 #define GS_TRACE_MAX 65536
 extern "C" { __device__ unsigned long long gs_trace[3 * GS_TRACE_MAX]; }
@@ -240,12 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1900, help="seed of the first case's inputs (default 1900)")
     ap.add_argument("--case", nargs=4, action="append", metavar=("KEY", "M", "N", "K"),
                     help="a config key and a size (repeatable; default: the built-in CASES)")
+    ap.add_argument("--set", choices=("main", "order"), default="main",
+                    help="built-in cases: main (CASES, default) or order (ORDER_CASES)")
     a = ap.parse_args(argv)
     from .microbench import UsageError, _check_new_file, require_gpu
     try:
         if a.launches < 1:
             raise UsageError("--launches must be at least 1")
-        cases = CASES
+        cases = CASES if a.set == "main" else ORDER_CASES
         if a.case:
             from model.registry import KernelConfig
             cases = []
