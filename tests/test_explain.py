@@ -52,3 +52,14 @@ def test_the_why_names_once_per_block_work_and_c_stored_four_bytes_at_a_time() -
     even = " ".join(explain(H200, cfg, 123, 400, 64)["why"])
     assert "once-per-block work" in even and "four bytes at a time" not in even
     assert "once-per-block work" not in " ".join(explain(H200, cfg, 2048, 2048, 2048)["why"])
+
+
+def test_split_k_waves_count_the_slices_and_name_the_last_waves_deal() -> None:
+    # rung 12's split-K 16 at 3072x22x2240: 24 tiles x 16 slices = 384 blocks, 2 an SM: the busiest SM runs
+    # ceil(384 / 132) = 3 (the even deal), 4 if the later blocks fill the freed slots in random order (block_trace)
+    cfg = KernelConfig.parse("12:BM=128,BN=128,BK=8,WM=64,WN=64,WNITER=2,TM=4,TN=4,SWZ=1,SPLITK=16,STAGES=3,SPREAD=8")
+    d = explain(H200, cfg, 3072, 22, 2240)
+    w = d["waves"]
+    assert (w["blocks"], w["busiest_sm_blocks"], w["full_rounds"], w["partial_round_blocks"]) == (384, 3, 1, 1)
+    assert w["busiest_sm_blocks_refill_random"] == 4 and w["time_refill_random_s"] > 1.1 * d["prediction"]["time_s"]
+    assert any("slots that free first" in line for line in d["why"])
