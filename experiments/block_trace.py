@@ -186,6 +186,52 @@ def refill_share(result: dict) -> dict:
     return {"rows": rows, "random": rnd, "even": even, "share": rnd / (rnd + even) if rnd + even else None}
 
 
+def launch_stats(rec: list, sms: int) -> dict:
+    """Of one traced launch (``[sm, start, end]`` per block): the first wave's blocks per SM, the median spread of the
+    end times of one SM's first-wave blocks and the standard deviation of the SMs' mean end times (ns), and how many
+    of the first ``L`` blocks to start after the first wave went to the SMs of the first ``L`` slots to free."""
+    import numpy as np
+    from collections import Counter
+    a = np.asarray(rec, dtype=np.int64)
+    sm, t0, t1 = a[:, 0], a[:, 1], a[:, 2]
+    first = t0 < t1.min()
+    spread, ends = [], []
+    for s in np.unique(sm[first]):
+        e = np.sort(t1[first & (sm == s)])
+        ends.append(e.mean())
+        if len(e) > 1:
+            spread.append(e[-1] - e[0])
+    late = int((~first).sum())
+    L = min(late, int(first.sum()))
+    got = Counter(sm[~first][np.argsort(t0[~first])[:L]].tolist())
+    freed = Counter(sm[first][np.argsort(t1[first])[:L]].tolist())
+    return {"resident": round(int(first.sum()) / sms), "one_sm_end_spread_ns": float(np.median(spread)) if spread else 0.0,
+            "sm_end_sd_ns": float(np.std(ends)), "refill_checked": L,
+            "refill_on_first_freed": int(sum(min(got[k], freed[k]) for k in got))}
+
+
+def report(result: dict) -> str:
+    """The Markdown table of a stored result: per case, the busiest SM of every traced launch against the even and the
+    random-order deal (``model.timing.busiest_sm_rounds``), where the blocks after the first wave went, and how far
+    apart one SM's blocks and the SMs end (the last traced launch); then the verdict count of :func:`refill_share`."""
+    sms = int(result["sms"])
+    share = refill_share(result)
+    L = ["| config | size | blocks | resident | busiest SM per launch | even deal | random order | after the first "
+         "wave: blocks -> SMs (most on one) | on the first-freed slots | one SM's blocks end within | SMs' ends, sd |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row, v in zip(result["rows"], share["rows"]):
+        t = row["traces"][-1]
+        st, sm = launch_stats(t["raw"], sms), t["summary"]
+        busiest = ", ".join(str(x["summary"]["busiest_sm_blocks"]) for x in row["traces"])
+        L.append(f"| {row['label']} | {row['M']}x{row['N']}x{row['K']} | {v['blocks']} | {v['resident']} | {busiest} | "
+                 f"{v['busiest_even']} | {v['busiest_random']} | {sm['refill_blocks']} -> {sm['refill_sms']} "
+                 f"({sm['refill_most_on_one_sm']}) | {st['refill_on_first_freed']} of {st['refill_checked']} | "
+                 f"{st['one_sm_end_spread_ns'] / 1e3:.1f} us | {st['sm_end_sd_ns'] / 1e3:.1f} us |")
+    L += ["", f"Where the two deals differ: nearer the random order {share['random']:g}, nearer the even deal "
+              f"{share['even']:g} (share {share['share']:.3f})."]
+    return "\n".join(L)
+
+
 def run_case(key: str, M: int, N: int, K: int, launches: int, seed: int, log=print) -> dict:
     import cupy as cp
     import numpy as np
@@ -251,7 +297,8 @@ def run_case(key: str, M: int, N: int, K: int, launches: int, seed: int, log=pri
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m experiments.block_trace", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, help="JSON file to write (a new file)")
+    ap.add_argument("--out", help="JSON file to write (a new file)")
+    ap.add_argument("--report", metavar="FILE", help="print the table of a stored result (.json or .json.gz; no GPU)")
     ap.add_argument("--launches", type=int, default=5, help="traced launches per case (default 5)")
     ap.add_argument("--seed", type=int, default=1900, help="seed of the first case's inputs (default 1900)")
     ap.add_argument("--case", nargs=4, action="append", metavar=("KEY", "M", "N", "K"),
@@ -259,8 +306,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", choices=("main", "order"), default="main",
                     help="built-in cases: main (CASES, default) or order (ORDER_CASES)")
     a = ap.parse_args(argv)
+    if a.report:
+        import gzip
+        from pathlib import Path
+        path = Path(a.report)
+        try:
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt") as f:
+                res = json.load(f)
+            if res.get("schema") != "gemmscope.block_trace":
+                raise ValueError(f"schema {res.get('schema')!r}, not gemmscope.block_trace")
+        except (OSError, ValueError) as exc:
+            print(f"block_trace: --report {a.report}: {exc}", file=sys.stderr)
+            return 2
+        print(report(res))
+        return 0
     from .microbench import UsageError, _check_new_file, require_gpu
     try:
+        if not a.out:
+            raise UsageError("--out is required (or --report FILE)")
         if a.launches < 1:
             raise UsageError("--launches must be at least 1")
         cases = CASES if a.set == "main" else ORDER_CASES

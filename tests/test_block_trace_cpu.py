@@ -61,3 +61,30 @@ def test_bad_case_exits_2_before_any_work(capsys, tmp_path) -> None:
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("block_trace:")
+
+
+def test_report_of_the_shipped_result_and_bad_report_input(capsys, tmp_path) -> None:
+    import gzip
+    import json
+    from pathlib import Path
+    f = Path(__file__).resolve().parent.parent / "experiments" / "results" / "h200" / "block_trace-2026-12-02.json.gz"
+    table = bt.report(json.load(gzip.open(f)))
+    lines = table.splitlines()
+    assert len([x for x in lines if x.startswith("| 12 vred")]) == 5
+    assert "| 6848x4x3328 | 864 | 2 | 9, 8, 8, 8, 8 | 7 | 8 |" in table and "264 of 264" in table
+    assert lines[-1].startswith("Where the two deals differ: nearer the random order 10, nearer the even deal 6")
+    assert bt.main(["--report", str(f)]) == 0 and "6848x4x3328" in capsys.readouterr().out
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"schema": "gemmscope.dispatch", "rows": []}))
+    for arg in (str(bad), str(tmp_path / "missing.json")):
+        assert bt.main(["--report", arg]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("block_trace: --report")
+
+
+def test_launch_stats_of_a_planted_launch() -> None:
+    # 2 SMs x 2 slots; SM 0's blocks end 10 ns apart, SM 1's 2 ns apart; the later blocks take SM 1's freed slots
+    rec = [(0, 0, 100), (0, 0, 110), (1, 0, 90), (1, 0, 92), (1, 91, 200), (1, 93, 210)]
+    st = bt.launch_stats(rec, 2)
+    assert st["resident"] == 2 and st["refill_checked"] == 2 and st["refill_on_first_freed"] == 2
+    assert st["one_sm_end_spread_ns"] == 6.0
