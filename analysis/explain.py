@@ -288,7 +288,7 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
     # Waves
     sms = rt.sms
     blocks = int(ev["blocks"])
-    per_sm = -(-blocks // sms)
+    per_sm = int(ev["busiest_sm_blocks"])
     full, rem = divmod(per_sm, max(b_fit, 1))
     nk = _slice_iterations(cfg, pred.K, prof.k_tile)
     waves = int(ev["waves"])
@@ -308,12 +308,6 @@ def _why(cfg, gpu, pred, ev, prof, rnd, occ, prm, rt, sim) -> list[str]:
              f"busiest SM runs ceil({blocks:,}/{sms}) = {per_sm} block{'s' if per_sm != 1 else ''} as "
              f"{rounds_txt} of {nk:,} {step}{'s' if nk != 1 else ''}{each}: {fmt_time(float(ev['t_sm']))} of "
              f"SM time, plus {fmt_time(rt.launch_overhead_s)} launch overhead = {fmt_time(pred.time_s)}.")
-    br = int(ev.get("busiest_sm_blocks_refill_random", per_sm))
-    if br != per_sm:
-        s.append(f"That is the even deal of the blocks after the first wave. They go to the slots that free first "
-                 f"(experiments/block_trace.py), and where those free in an order unrelated to the SM the busiest SM "
-                 f"takes {br} blocks and the launch {fmt_time(float(ev['time_refill_random_s']))}: which order a launch "
-                 f"gets is its own (on the H200 21 of 30 traced launches came nearer that count, 9 the even one).")
     once = float(ev.get("once_cycles", 0.0))
     if once >= 0.1 * float(ev["sm_cycles"]):
         from model.facts import STORE_PATH
@@ -418,12 +412,12 @@ def explain(gpu, cfg, M: int, N: int, K: int, results_dir: Path | None = None) -
     }
     limits = [{"name": r.name, "time_s": r.time_s, "formula": r.formula, "binds": r.name == pred.bound}
               for r in pred.roofs]
-    per_sm = -(-int(ev["blocks"]) // rt.sms)
+    per_sm = int(ev["busiest_sm_blocks"])
     waves = {"blocks": int(ev["blocks"]), "sms": rt.sms, "blocks_per_sm": b, "waves": int(ev["waves"]),
              "busiest_sm_blocks": per_sm, "full_rounds": per_sm // max(b, 1), "partial_round_blocks": per_sm % max(b, 1),
              "iterations_per_round": _slice_iterations(cfg, K, prof.k_tile),
-             "busiest_sm_blocks_refill_random": int(ev.get("busiest_sm_blocks_refill_random", per_sm)),
-             "time_refill_random_s": float(ev.get("time_refill_random_s", pred.time_s))}
+             "busiest_sm_blocks_refill_random": int(ev["busiest_sm_blocks_refill_random"]),
+             "time_refill_random_s": float(ev["time_refill_random_s"])}
     occupancy = {"blocks_per_sm": occ.blocks_per_sm, "limiter": occ.limiter, "limits": dict(occ.limits),
                  "threads_per_block": occ.threads_per_block, "warps_per_block": occ.warps_per_block,
                  "active_warps": occ.active_warps, "fraction": occ.fraction,

@@ -71,8 +71,11 @@ ORDER_CASES: tuple[tuple[str, int, int, int], ...] = (
 """(``--set order``) Configs of CASES whose deal came out random (12, 11, 06 16x4) or even (10, 08, 06 64x32x16) at
 other sizes: is the order a property of the kernel or of the launch?"""
 
+TRACE_MAX = 65536
+"""Blocks a launch may have: the probe's device array holds this many (SM, start, end) records."""
+
 PROBE = r"""
-#define GS_TRACE_MAX 65536
+#define GS_TRACE_MAX """ + str(TRACE_MAX) + r"""
 extern "C" { __device__ unsigned long long gs_trace[3 * GS_TRACE_MAX]; }
 struct GsBlockProbe {
     unsigned long long t0;
@@ -96,7 +99,6 @@ struct GsBlockProbe {
     }
 };
 """
-TRACE_MAX = 65536
 
 
 class ProbeError(ValueError):
@@ -157,18 +159,15 @@ def summarise(rec: list[tuple[int, int, int]], sms: int) -> dict:
 def refill_share(result: dict) -> dict:
     """From a stored result: per traced launch whose even deal and random-order deal
     (``model.timing.busiest_sm_rounds``) give the busiest SM different counts, which one the measured busiest SM
-    (the median over its traced launches) is nearer to; ``share`` = random / (random + even), the spec's
-    ``[timing] refill_random_share``. Ties count half each."""
+    (the median over its traced launches) is nearer to; ``share`` = random / (random + even). Ties count half each."""
     import numpy as np
     from model.timing import busiest_sm_rounds
     sms = int(result["sms"])
     rows, rnd, even = [], 0.0, 0.0
     for row in result["rows"]:
         traces = row["traces"]
-        rec = traces[-1]["raw"]
-        first_end = min(r[2] for r in rec)
-        b = round(sum(1 for r in rec if r[1] < first_end) / sms)          # the first wave's blocks per SM
-        blocks = len(rec)
+        last = traces[-1]["summary"]
+        blocks, b = last["blocks"], round(last["first_wave_blocks"] / sms)   # b: the first wave's blocks per SM
         counts = []
         for q in (False, True):
             f, m = busiest_sm_rounds(np.array([blocks]), sms, b, random_order=q)

@@ -62,4 +62,4 @@ def test_split_k_waves_count_the_slices_and_name_the_last_waves_deal() -> None:
     w = d["waves"]
     assert (w["blocks"], w["busiest_sm_blocks"], w["full_rounds"], w["partial_round_blocks"]) == (384, 3, 1, 1)
     assert w["busiest_sm_blocks_refill_random"] == 4 and w["time_refill_random_s"] > 1.1 * d["prediction"]["time_s"]
-    assert any("slots that free first" in line for line in d["why"])
+    assert any("slots that free first" in n and "busiest SM 3 blocks" in n for n in d["notes"])
